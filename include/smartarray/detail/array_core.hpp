@@ -1,0 +1,152 @@
+/**
+ * @file detail/array_core.hpp
+ * @brief The untyped residency state machine behind SmartArray<T> (private).
+ *
+ * Sizes are in bytes. The host copy is valid on the suffix [host_valid_begin, size) and the device
+ * copy on the prefix [0, device_valid_end); together they always cover [0, size). This one shape
+ * covers every case the vector operations produce: both sides valid, one side stale, and a host
+ * append after the device was valid (only the new tail is missing on the device), or an append
+ * while the host was stale (only the old prefix is missing on the host).
+ *
+ * Pending work is tracked per array:
+ * - the stream of the last operation that wrote the device buffer and the streams that used it
+ *   since; their events are recorded lazily, only when another stream or the host must wait;
+ * - the copies still reading the host buffer (host-to-device), with eagerly recorded events, which
+ *   host writers wait for.
+ */
+#pragma once
+
+#include <smartarray/memory/memory_resource.hpp>
+#include <smartarray/observability.hpp>
+#include <smartarray/residency.hpp>
+#include <smartarray/stream.hpp>
+#include <smartarray/detail/runtime.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <source_location>
+#include <vector>
+
+namespace smartarray::detail {
+
+class ArrayCore {
+ public:
+  /// An empty, host-valid array using the given resources (nullptr: the current defaults).
+  ArrayCore(MemoryResource* host_resource, MemoryResource* device_resource);
+  ~ArrayCore();
+  /// Deep copy of the valid data of `other` (each side copies what it holds).
+  ArrayCore(const ArrayCore& other);
+  /// O(1); leaves `other` empty.
+  ArrayCore(ArrayCore&& other) noexcept;
+  ArrayCore& operator=(const ArrayCore&) = delete;
+  ArrayCore& operator=(ArrayCore&&) = delete;
+  /// Exchanges the whole state of two arrays (O(1)).
+  void swap(ArrayCore& other) noexcept;
+
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+
+  /// Fast-path flags: the host copy is whole (readable) / whole and exclusive (writable).
+  [[nodiscard]] bool host_readable() const noexcept {
+    return host_readable_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] bool host_writable() const noexcept {
+    return host_writable_.load(std::memory_order_acquire);
+  }
+  /// The host buffer, without any acquire (may be stale or null).
+  [[nodiscard]] std::byte* host_data() const noexcept { return host_; }
+  /// The device buffer, without any acquire (may be stale or null).
+  [[nodiscard]] std::byte* device_data() const noexcept { return device_; }
+
+  /// Makes the host copy valid for `access` and returns it. `stream` carries a needed copy;
+  /// by default the stream of the last device writer.
+  std::byte* acquire_host(Access access, std::optional<StreamRef> stream,
+                          const std::source_location& where);
+  /// Makes the device copy valid for `access` on `stream` and returns it.
+  std::byte* acquire_device(Access access, StreamRef stream, const std::source_location& where);
+  /// Numba's host_changed(): the host copy was modified in place; the device copy becomes stale.
+  void host_changed();
+  /// Numba's gpu_changed(): the device copy was modified on `stream`; the host copy becomes stale.
+  void device_changed(StreamRef stream);
+  /// Waits for copies still reading the host buffer (before the host writes through a raw view).
+  void wait_host_readers();
+
+  /// Makes the host capacity at least `bytes` (reallocates, keeping only valid data).
+  void reserve(std::size_t bytes);
+  /// Grows the size to `new_size` bytes, reallocating geometrically if needed, and returns the host
+  /// buffer. The new tail [old size, new size) is valid on the host only, and the caller must
+  /// write it. No copy is made.
+  std::byte* append(std::size_t new_size);
+  /// Shrinks the size to `new_size` bytes. Both sides keep what they held of the new range.
+  void truncate(std::size_t new_size) noexcept;
+  /// Reallocates the host copy to exactly `size()` bytes (keeping valid data).
+  void shrink_to_fit();
+
+  /// Validity, for tests and observability.
+  [[nodiscard]] bool valid(Side side) const noexcept;
+  /// Bytes of the device prefix that is valid, and the host suffix start.
+  [[nodiscard]] std::size_t device_valid_end() const noexcept { return device_valid_end_; }
+  [[nodiscard]] std::size_t host_valid_begin() const noexcept { return host_valid_begin_; }
+  /// This array's own transfer counters.
+  [[nodiscard]] const TransferCounters& counters() const noexcept { return counters_; }
+
+  /// Drops the device copy to give memory back (eviction). A dirty copy is written back first when
+  /// `allow_dirty`. Returns the bytes released. Caller holds the lock.
+  std::size_t evict_device_locked(bool allow_dirty);
+  /// The array's lock (the eviction registry try-locks it).
+  [[nodiscard]] std::mutex& mutex() const noexcept { return mutex_; }
+  [[nodiscard]] std::uint64_t last_use() const noexcept {
+    return last_use_.load(std::memory_order_relaxed);
+  }
+  [[nodiscard]] bool has_device_buffer() const noexcept { return device_ != nullptr; }
+
+ private:
+  struct PendingCopy {
+    StreamRef stream;
+    PooledEvent event;
+  };
+
+  void refresh_flags() noexcept;
+  void touch() noexcept;
+  std::byte* allocate_host(std::size_t bytes, bool& pageable);
+  void free_host(std::byte* ptr, std::size_t bytes, bool pageable) noexcept;
+  void reallocate_host(std::size_t new_capacity);
+  void ensure_device_capacity(StreamRef stream);
+  void copy_to_device(std::size_t begin, std::size_t end, StreamRef stream, const char* reason,
+                      const std::source_location& where);
+  void copy_to_host(std::size_t begin, std::size_t end, StreamRef stream, const char* reason,
+                    const std::source_location& where);
+  void wait_host_readers_locked();
+  /// Makes `stream` wait for every other stream that used the device buffer.
+  void join_device_users(StreamRef stream);
+  /// Makes `stream` wait for the last device writer.
+  void wait_device_writer(StreamRef stream);
+  void set_device_exclusive(StreamRef stream);
+  void add_device_user(StreamRef stream);
+  void release_device_buffer() noexcept;
+  void release_all() noexcept;
+
+  MemoryResource* host_resource_;
+  MemoryResource* device_resource_;
+  std::byte* host_ = nullptr;
+  bool host_pageable_ = false;
+  std::byte* device_ = nullptr;
+  std::size_t device_capacity_ = 0;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+  std::size_t host_valid_begin_ = 0;
+  std::size_t device_valid_end_ = 0;
+  std::optional<StreamRef> device_writer_;
+  std::vector<StreamRef> device_users_;
+  std::vector<PendingCopy> host_readers_;
+  std::atomic<bool> host_readable_{true};
+  std::atomic<bool> host_writable_{true};
+  std::atomic<std::uint64_t> last_use_{0};
+  mutable std::mutex mutex_;
+  TransferCounters counters_;
+};
+
+}  // namespace smartarray::detail

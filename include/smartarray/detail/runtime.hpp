@@ -1,0 +1,150 @@
+/**
+ * @file detail/runtime.hpp
+ * @brief The backend seam (private). Both backends implement `Runtime`.
+ *
+ * The public entry points are non-virtual: they count transfers and allocations, consult the fault
+ * injector and then call the backend's `do_*` implementation. This keeps the counters and the test
+ * hooks identical on both backends.
+ */
+#pragma once
+
+#include <smartarray/runtime.hpp>
+#include <smartarray/stream.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <source_location>
+
+namespace smartarray::detail {
+
+/// Direction of a copy.
+enum class CopyKind { host_to_device, device_to_host, device_to_device, host_to_host };
+
+/// Where a managed range should live (prefetch target).
+enum class Location { host, device };
+
+/// Flags of pinned host allocations.
+enum PinnedFlags : unsigned {
+  pinned_default = 0,
+  pinned_mapped = 1U << 0,          ///< device-accessible (cudaHostAllocMapped)
+  pinned_portable = 1U << 1,        ///< pinned for every context (cudaHostAllocPortable)
+  pinned_write_combined = 1U << 2,  ///< write-combined (cudaHostAllocWriteCombined)
+};
+
+/// An opaque event handle of the active backend.
+using EventHandle = void*;
+
+/**
+ * @brief The backend interface. One instance exists per process, returned by `runtime()`.
+ *
+ * Every function that can fail throws `cuda_error` (or `out_of_memory` for allocations) with a
+ * message naming the operation and its bytes.
+ */
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  Runtime() = default;
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  [[nodiscard]] virtual BackendKind kind() const noexcept = 0;
+  [[nodiscard]] virtual const DeviceProperties& properties() const noexcept = 0;
+  /// Free and total device memory in bytes, now.
+  virtual void memory_info(std::size_t& free_bytes, std::size_t& total_bytes) = 0;
+
+  // --- raw allocation (counted, fault-injectable) ---
+  void* allocate_device(std::size_t bytes);
+  void free_device(void* ptr) noexcept;
+  void* allocate_pinned(std::size_t bytes, unsigned flags = pinned_default);
+  void free_pinned(void* ptr) noexcept;
+  void* allocate_managed(std::size_t bytes);
+  void free_managed(void* ptr) noexcept;
+  /// Page-locks existing host memory (cudaHostRegister). Throws logic_error if already registered.
+  void register_host(void* ptr, std::size_t bytes, unsigned flags = pinned_default);
+  void unregister_host(void* ptr) noexcept;
+  /// The device address of mapped pinned memory.
+  [[nodiscard]] virtual void* mapped_device_pointer(void* host_ptr) = 0;
+
+  // --- async work (counted, fault-injectable) ---
+  /// Enqueues a copy of `bytes` on `stream`. Zero bytes is a no-op.
+  void copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, StreamRef stream);
+  /// Enqueues a prefetch of managed memory (counted as a prefetch, not a copy).
+  void prefetch_async(const void* ptr, std::size_t bytes, Location where, StreamRef stream);
+  /// Enqueues a host function on `stream`, run in order with the stream's other work.
+  virtual void launch_host_func(StreamRef stream, std::function<void()> fn) = 0;
+
+  // --- streams ---
+  [[nodiscard]] virtual StreamRef create_stream() = 0;
+  virtual void destroy_stream(StreamRef stream) noexcept = 0;
+  void synchronize(StreamRef stream);
+  [[nodiscard]] virtual bool query(StreamRef stream) = 0;
+  void synchronize_device();
+
+  // --- events ---
+  [[nodiscard]] virtual EventHandle create_event() = 0;
+  virtual void destroy_event(EventHandle event) noexcept = 0;
+  /// Captures the current end of `stream`'s queue in `event` (re-recording replaces it).
+  virtual void record(EventHandle event, StreamRef stream) = 0;
+  /// Makes `stream` wait for the work captured by `event` at the time of this call. The host does
+  /// not block.
+  virtual void stream_wait(StreamRef stream, EventHandle event) = 0;
+  /// Blocks the host until the work captured by `event` is done (counted as a wait).
+  void synchronize(EventHandle event);
+  /// True when the work captured by `event` is done.
+  [[nodiscard]] virtual bool query(EventHandle event) = 0;
+
+ protected:
+  virtual void* do_allocate_device(std::size_t bytes) = 0;
+  virtual void do_free_device(void* ptr) noexcept = 0;
+  virtual void* do_allocate_pinned(std::size_t bytes, unsigned flags) = 0;
+  virtual void do_free_pinned(void* ptr) noexcept = 0;
+  virtual void* do_allocate_managed(std::size_t bytes) = 0;
+  virtual void do_free_managed(void* ptr) noexcept = 0;
+  virtual void do_register_host(void* ptr, std::size_t bytes, unsigned flags) = 0;
+  virtual void do_unregister_host(void* ptr) noexcept = 0;
+  virtual void do_copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind,
+                             StreamRef stream) = 0;
+  virtual void do_prefetch_async(const void* ptr, std::size_t bytes, Location where,
+                                 StreamRef stream) = 0;
+  virtual void do_synchronize(StreamRef stream) = 0;
+  virtual void do_synchronize_device() = 0;
+  virtual void do_synchronize(EventHandle event) = 0;
+};
+
+/// The active backend, selected on first use (see runtime.hpp).
+[[nodiscard]] Runtime& runtime();
+
+/// Builds the host backend (src/host). Used by selection and by tests.
+[[nodiscard]] Runtime* make_host_runtime();
+/// Builds the cuda backend (src/cuda), or returns nullptr when no device is usable.
+[[nodiscard]] Runtime* make_cuda_runtime();
+/// True when the CUDA runtime reports at least one device.
+[[nodiscard]] bool cuda_runtime_has_device() noexcept;
+
+/// A recycled event: created once, reused many times. `record` + `stream_wait` capture state at call
+/// time, so an event can go back to the pool right after it was waited on.
+class PooledEvent {
+ public:
+  PooledEvent();
+  ~PooledEvent();
+  PooledEvent(const PooledEvent&) = delete;
+  PooledEvent& operator=(const PooledEvent&) = delete;
+  PooledEvent(PooledEvent&& other) noexcept : event_(other.event_) { other.event_ = nullptr; }
+  PooledEvent& operator=(PooledEvent&& other) noexcept;
+  [[nodiscard]] EventHandle get() const noexcept { return event_; }
+
+ private:
+  EventHandle event_ = nullptr;
+};
+
+/// Makes `waiter` wait for everything queued so far on `producer` (no-op when they are the same).
+void stream_wait_stream(StreamRef waiter, StreamRef producer);
+
+/// Makes the host wait for everything queued so far on `stream`, through an event (counted as a wait).
+void host_wait_stream(StreamRef stream);
+
+/// Counts one allocation for the fault injector (testing.hpp) and throws `out_of_memory` naming
+/// `what` and `bytes` when it is the armed one. Pools call it on every allocation, hit or miss.
+void check_injected_allocation_failure(std::size_t bytes, const char* what);
+
+}  // namespace smartarray::detail

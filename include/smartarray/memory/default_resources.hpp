@@ -1,0 +1,90 @@
+/**
+ * @file memory/default_resources.hpp
+ * @brief The per-device default resources that every SmartArray allocates from, and how to replace
+ *        them.
+ *
+ * For each device there is a built-in device resource and a built-in pinned resource, each a
+ * `StatisticsAdaptor` over a `PoolResource` over the raw upstream:
+ *
+ *     StatisticsAdaptor -> PoolResource ("device pool") -> DeviceMemoryResource
+ *     StatisticsAdaptor -> PoolResource ("pinned pool") -> PinnedMemoryResource
+ *
+ * They are built on first use over the active backend and never destroyed: arrays, streams and the
+ * backend itself may outlive any order of static destruction. `set_device_resource` and
+ * `set_pinned_resource` replace the resource that new arrays use; an array can also be given its own.
+ *
+ * Only the active backend's device, ordinal 0, exists today; the ordinal parameter shapes the API
+ * for more.
+ */
+#pragma once
+
+#include <smartarray/memory/memory_resource.hpp>
+#include <smartarray/memory/pool_resource.hpp>
+#include <smartarray/memory/statistics_adaptor.hpp>
+
+namespace smartarray {
+
+/**
+ * @brief The built-in device pool of `device`.
+ * @param device the device ordinal.
+ * @throws logic_error for an ordinal other than 0.
+ */
+[[nodiscard]] PoolResource& default_device_pool(int device = 0);
+
+/**
+ * @brief The built-in pinned host pool for `device`.
+ * @param device the device ordinal.
+ * @throws logic_error for an ordinal other than 0.
+ */
+[[nodiscard]] PoolResource& default_pinned_pool(int device = 0);
+
+/**
+ * @brief The built-in device resource of `device`: statistics over `default_device_pool`.
+ * @param device the device ordinal.
+ * @throws logic_error for an ordinal other than 0.
+ */
+[[nodiscard]] StatisticsAdaptor& default_device_resource(int device = 0);
+
+/**
+ * @brief The built-in pinned resource for `device`: statistics over `default_pinned_pool`.
+ * @param device the device ordinal.
+ * @throws logic_error for an ordinal other than 0.
+ */
+[[nodiscard]] StatisticsAdaptor& default_pinned_resource(int device = 0);
+
+/**
+ * @brief The device resource that new arrays use: the one last set, else the built-in one.
+ * @param device the device ordinal.
+ * @throws logic_error for an ordinal other than 0.
+ */
+[[nodiscard]] MemoryResource& device_resource(int device = 0);
+
+/**
+ * @brief The pinned host resource that new arrays use: the one last set, else the built-in one.
+ * @param device the device ordinal.
+ * @throws logic_error for an ordinal other than 0.
+ */
+[[nodiscard]] MemoryResource& pinned_resource(int device = 0);
+
+/**
+ * @brief Makes new arrays take device memory from `resource`. Arrays that exist keep theirs.
+ * @param resource the new resource, which must outlive every array that uses it; nullptr restores
+ *        the built-in one.
+ * @param device the device ordinal.
+ * @return the previous resource, or nullptr when it was the built-in one, so that setting the
+ *         returned value back restores it.
+ * @throws logic_error for an ordinal other than 0.
+ */
+MemoryResource* set_device_resource(MemoryResource* resource, int device = 0);
+
+/**
+ * @brief Makes new arrays take pinned host memory from `resource`. Arrays that exist keep theirs.
+ * @param resource the new resource, which must outlive every array that uses it; nullptr restores
+ *        the built-in one.
+ * @param device the device ordinal.
+ * @return the previous resource, or nullptr when it was the built-in one.
+ * @throws logic_error for an ordinal other than 0.
+ */
+MemoryResource* set_pinned_resource(MemoryResource* resource, int device = 0);
+
+}  // namespace smartarray

@@ -1,0 +1,98 @@
+// The built-in per-device resources: statistics over a pool over the raw upstream, built on first
+// use and leaked on purpose (the backend, streams and arrays may outlive static destruction).
+#include <smartarray/error.hpp>
+#include <smartarray/memory/default_resources.hpp>
+#include <smartarray/memory/upstream_resources.hpp>
+
+#include <atomic>
+
+namespace smartarray {
+namespace {
+
+constexpr std::size_t mebibyte = std::size_t{1} << 20;
+
+void check_device(int device) {
+  SMARTARRAY_EXPECTS(device == 0, logic_error, "memory resources of device ", device,
+                     ": only device 0 (the active backend's device) is supported");
+}
+
+PoolOptions pool_options(std::size_t max_chunk_size, const char* name) {
+  PoolOptions options;
+  options.chunk_size = 2 * mebibyte;
+  options.max_chunk_size = max_chunk_size;
+  options.name = name;
+  return options;
+}
+
+/// One raw upstream, its pool and the statistics over it, built together.
+template <typename Upstream>
+struct PooledStack {
+  explicit PooledStack(PoolOptions options) : pool(upstream, std::move(options)) {}
+  Upstream upstream;
+  PoolResource pool;
+  StatisticsAdaptor statistics{pool};
+};
+
+PooledStack<DeviceMemoryResource>& device_stack() {
+  // Chunks double with the pool up to 1 GiB: few cudaMalloc calls, little idle memory.
+  static auto* stack =
+      new PooledStack<DeviceMemoryResource>(pool_options(1024 * mebibyte, "device pool"));
+  return *stack;
+}
+
+PooledStack<PinnedMemoryResource>& pinned_stack() {
+  // Pinning host memory is slow and takes it from the OS: grow in smaller steps than on the device.
+  static auto* stack =
+      new PooledStack<PinnedMemoryResource>(pool_options(256 * mebibyte, "pinned pool"));
+  return *stack;
+}
+
+/// The resources set by the user; nullptr means the built-in one.
+std::atomic<MemoryResource*> device_override{nullptr};
+std::atomic<MemoryResource*> pinned_override{nullptr};
+
+}  // namespace
+
+PoolResource& default_device_pool(int device) {
+  check_device(device);
+  return device_stack().pool;
+}
+
+PoolResource& default_pinned_pool(int device) {
+  check_device(device);
+  return pinned_stack().pool;
+}
+
+StatisticsAdaptor& default_device_resource(int device) {
+  check_device(device);
+  return device_stack().statistics;
+}
+
+StatisticsAdaptor& default_pinned_resource(int device) {
+  check_device(device);
+  return pinned_stack().statistics;
+}
+
+MemoryResource& device_resource(int device) {
+  check_device(device);
+  MemoryResource* const set = device_override.load(std::memory_order_acquire);
+  return set != nullptr ? *set : device_stack().statistics;
+}
+
+MemoryResource& pinned_resource(int device) {
+  check_device(device);
+  MemoryResource* const set = pinned_override.load(std::memory_order_acquire);
+  return set != nullptr ? *set : pinned_stack().statistics;
+}
+
+MemoryResource* set_device_resource(MemoryResource* resource, int device) {
+  check_device(device);
+  return device_override.exchange(resource, std::memory_order_acq_rel);
+}
+
+MemoryResource* set_pinned_resource(MemoryResource* resource, int device) {
+  check_device(device);
+  return pinned_override.exchange(resource, std::memory_order_acq_rel);
+}
+
+}  // namespace smartarray

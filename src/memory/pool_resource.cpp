@@ -1,0 +1,571 @@
+// PoolResource: best-fit blocks carved from upstream chunks, reused in stream order.
+//
+// Every block of every chunk is in `blocks`, keyed by address, so a released block finds its
+// neighbours in O(log n). A free block also sits in exactly one free list, that of its owner:
+// - the shared list: blocks that nobody's queued work uses (fresh chunks, `deallocate_sync`, and
+//   stream-released blocks whose stream has since been seen to complete);
+// - the list of stream S: blocks whose last use was queued on S. S reuses them at once; another
+//   stream first waits on an event recorded on S; the host waits until S has completed.
+// Free neighbours merge only when they have the same owner and lie in the same chunk.
+#include <smartarray/detail/runtime.hpp>
+#include <smartarray/error.hpp>
+#include <smartarray/memory/pool_resource.hpp>
+
+#include "memory/alignment.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <new>
+#include <set>
+#include <shared_mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace smartarray {
+namespace {
+
+constexpr std::size_t granularity = detail::max_alignment;
+constexpr std::size_t no_limit = std::numeric_limits<std::size_t>::max();
+
+[[nodiscard]] constexpr std::size_t round_up(std::size_t bytes) noexcept {
+  return (bytes + granularity - 1) / granularity * granularity;
+}
+[[nodiscard]] constexpr std::size_t round_down(std::size_t bytes) noexcept {
+  return bytes / granularity * granularity;
+}
+
+/// "0 B", "512 B", "1.5 KiB", "78.1 GiB".
+std::string format_bytes(std::size_t bytes) {
+  if (bytes < 1024) return detail::concat(bytes, " B");
+  constexpr const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes) / 1024.0;
+  std::size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < std::size(units)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
+  return text;
+}
+
+/// A block of a chunk, live or free.
+struct Block {
+  std::size_t size = 0;
+  char* chunk = nullptr;       ///< base of the chunk holding it: blocks never merge across chunks
+  bool free = false;
+  bool shared = false;         ///< free, and no queued work uses it: anyone may take it
+  void* stream = nullptr;      ///< free and not shared: the stream its last use was queued on
+  std::uint64_t release = 0;   ///< free: the number of the release that freed it (merged: latest)
+};
+
+/// Free blocks of one owner, best fit first: ordered by size, then by address.
+using FreeList = std::set<std::pair<std::size_t, char*>>;
+
+/// The out-of-memory chains on this thread that are calling eviction hooks, innermost first. A
+/// hook that allocates from the same pool gets no second round of hooks.
+class HookScope {
+ public:
+  explicit HookScope(const void* pool) noexcept : pool_(pool), outer_(innermost_) {
+    innermost_ = this;
+  }
+  ~HookScope() { innermost_ = outer_; }
+  HookScope(const HookScope&) = delete;
+  HookScope& operator=(const HookScope&) = delete;
+
+  [[nodiscard]] static bool active(const void* pool) noexcept {
+    for (const HookScope* scope = innermost_; scope != nullptr; scope = scope->outer_) {
+      if (scope->pool_ == pool) return true;
+    }
+    return false;
+  }
+
+ private:
+  const void* pool_;
+  HookScope* outer_;
+  static inline thread_local HookScope* innermost_ = nullptr;
+};
+
+/// Every live pool, so that a stream about to be destroyed can be forgotten by all of them.
+struct PoolRegistry {
+  std::mutex mutex;
+  std::vector<PoolResource*> pools;
+};
+
+PoolRegistry& pool_registry() {
+  static auto* registry = new PoolRegistry;  // never destroyed: leaked default pools stay in it
+  return *registry;
+}
+
+PoolOptions normalized(PoolOptions options) {
+  options.initial_size = round_up(options.initial_size);
+  options.chunk_size = round_up(std::max(options.chunk_size, granularity));
+  options.max_chunk_size = std::max(round_up(options.max_chunk_size), options.chunk_size);
+  if (options.maximum_size) options.maximum_size = round_down(*options.maximum_size);
+  SMARTARRAY_EXPECTS(!options.maximum_size || options.initial_size <= *options.maximum_size,
+                     logic_error, options.name, ": initial size of ", options.initial_size,
+                     " bytes exceeds the maximum size of ", *options.maximum_size, " bytes");
+  return options;
+}
+
+}  // namespace
+
+struct PoolResource::State {
+  State(MemoryResource& upstream_resource, PoolOptions pool_options)
+      : upstream(upstream_resource),
+        options(normalized(std::move(pool_options))),
+        allocate_what(options.name + " allocate") {}
+
+  MemoryResource& upstream;
+  const PoolOptions options;
+  const std::string allocate_what;  ///< names pool allocations for the fault injector
+
+  mutable std::mutex mutex;  ///< guards everything below up to the hooks
+  std::map<char*, Block> blocks;
+  std::map<char*, std::size_t> chunks;  ///< base -> size of every chunk held from upstream
+  FreeList shared_free;
+  std::unordered_map<void*, FreeList> stream_free;
+  std::size_t in_use = 0;
+  std::size_t reserved = 0;
+  std::uint64_t upstream_allocations = 0;
+  std::uint64_t upstream_releases = 0;
+  std::uint64_t releases = 0;           ///< numbers the releases, for `Block::release`
+  std::string last_upstream_failure;    ///< why growth last failed, for the out-of-memory message
+
+  std::shared_mutex hooks_mutex;  ///< calls hold it shared; registration holds it exclusively
+  std::vector<std::pair<EvictionHookId, EvictionHook>> hooks;
+  EvictionHookId next_hook_id = 1;
+
+  // --- everything named *_locked needs `mutex` ---
+
+  FreeList& list_of(const Block& block) {
+    return block.shared ? shared_free : stream_free[block.stream];
+  }
+
+  /// The best fit for `size` in `list`, split to size and marked live; nullptr when none fits.
+  char* take_locked(FreeList& list, std::size_t size) {
+    const auto fit = list.lower_bound({size, nullptr});
+    if (fit == list.end()) return nullptr;
+    char* const address = fit->second;
+    const auto block = blocks.find(address);
+    if (block->second.size > size) {
+      // The remainder keeps the owner and history of the block it was cut from.
+      Block rest = block->second;
+      rest.size -= size;
+      const auto rest_entry = blocks.emplace_hint(std::next(block), address + size, rest);
+      try {
+        list.emplace(rest.size, address + size);
+      } catch (...) {
+        blocks.erase(rest_entry);
+        throw;
+      }
+      block->second.size = size;
+    }
+    list.erase(fit);
+    block->second.free = false;
+    block->second.shared = false;
+    block->second.stream = nullptr;
+    in_use += size;
+    return address;
+  }
+
+  /// Merges the free block at `entry` with free neighbours of the same owner and chunk, then files
+  /// it in its owner's list.
+  void file_free_locked(std::map<char*, Block>::iterator entry) {
+    const auto mergeable = [&](const Block& other) {
+      const Block& block = entry->second;
+      return other.free && other.chunk == block.chunk && other.shared == block.shared &&
+             (block.shared || other.stream == block.stream);
+    };
+    FreeList& list = list_of(entry->second);
+    if (const auto next = std::next(entry); next != blocks.end() && mergeable(next->second)) {
+      list.erase({next->second.size, next->first});
+      entry->second.size += next->second.size;
+      entry->second.release = std::max(entry->second.release, next->second.release);
+      blocks.erase(next);
+    }
+    if (entry != blocks.begin()) {
+      if (const auto previous = std::prev(entry); mergeable(previous->second)) {
+        list.erase({previous->second.size, previous->first});
+        previous->second.size += entry->second.size;
+        previous->second.release = std::max(previous->second.release, entry->second.release);
+        blocks.erase(entry);
+        list.emplace(previous->second.size, previous->first);
+        return;
+      }
+    }
+    list.emplace(entry->second.size, entry->first);
+  }
+
+  /// Makes the blocks released on `stream` by release number `up_to` shared: their work is done.
+  void share_completed_locked(void* stream, std::uint64_t up_to) {
+    const auto found = stream_free.find(stream);
+    if (found == stream_free.end()) return;
+    FreeList& list = found->second;
+    std::vector<char*> done;
+    for (const auto& [size, address] : list) {
+      if (blocks.find(address)->second.release <= up_to) done.push_back(address);
+    }
+    for (char* address : done) {
+      const auto entry = blocks.find(address);
+      list.erase({entry->second.size, address});
+      entry->second.shared = true;
+      entry->second.stream = nullptr;
+      file_free_locked(entry);
+    }
+    if (list.empty()) stream_free.erase(found);
+  }
+
+  /// Takes a block freed on another stream: `stream` first waits for that stream's work so far.
+  char* take_from_other_stream_locked(StreamRef stream, std::size_t size) {
+    FreeList* best_list = nullptr;
+    void* best_stream = nullptr;
+    std::size_t best_size = no_limit;
+    for (auto& [other, list] : stream_free) {
+      if (other == stream.handle()) continue;
+      const auto fit = list.lower_bound({size, nullptr});
+      if (fit != list.end() && fit->first < best_size) {
+        best_list = &list;
+        best_stream = other;
+        best_size = fit->first;
+      }
+    }
+    if (best_list == nullptr) return nullptr;
+    // Recorded now, not at release: the same-stream path never pays for an event.
+    const detail::PooledEvent event;
+    detail::runtime().record(event.get(), StreamRef{best_stream});
+    detail::runtime().stream_wait(stream, event.get());
+    return take_locked(*best_list, size);
+  }
+
+  /// Takes a block for the host from a stream that has completed all its work. A stream query is
+  /// as precise as an event recorded now, and cheaper.
+  char* take_completed_for_host_locked(std::size_t size) {
+    std::vector<std::pair<std::size_t, void*>> candidates;
+    for (const auto& [stream, list] : stream_free) {
+      const auto fit = list.lower_bound({size, nullptr});
+      if (fit != list.end()) candidates.emplace_back(fit->first, stream);
+    }
+    std::sort(candidates.begin(), candidates.end());
+    for (const auto& [fit_size, stream] : candidates) {
+      if (!detail::runtime().query(StreamRef{stream})) continue;
+      share_completed_locked(stream, releases);
+      return take_locked(shared_free, size);
+    }
+    return nullptr;
+  }
+
+  /// The whole search without growth: own stream, shared blocks, then other streams.
+  char* search_locked(StreamRef stream, std::size_t size, bool host) {
+    if (host) {
+      if (char* block = take_locked(shared_free, size)) return block;
+      return take_completed_for_host_locked(size);
+    }
+    if (const auto own = stream_free.find(stream.handle()); own != stream_free.end()) {
+      if (char* block = take_locked(own->second, size)) return block;
+    }
+    if (char* block = take_locked(shared_free, size)) return block;
+    return take_from_other_stream_locked(stream, size);
+  }
+
+  /// Files a fresh upstream chunk as one shared free block.
+  void add_chunk_locked(void* memory, std::size_t bytes) {
+    char* const base = static_cast<char*>(memory);
+    try {
+      SMARTARRAY_EXPECTS(detail::is_aligned(base, granularity), logic_error, options.name,
+                         ": upstream returned ", memory, ", which is not ", granularity,
+                         "-byte aligned");
+      const auto chunk = chunks.emplace(base, bytes).first;
+      try {
+        blocks.emplace(base, Block{bytes, base, true, true, nullptr, 0});
+        shared_free.emplace(bytes, base);
+      } catch (...) {
+        blocks.erase(base);
+        chunks.erase(chunk);
+        throw;
+      }
+    } catch (...) {
+      upstream.deallocate_sync(memory, bytes);
+      throw;
+    }
+    reserved += bytes;
+    ++upstream_allocations;
+  }
+
+  /// Grows by one step (as large as the pool, within the chunk sizes and the limit), or by `size`
+  /// alone when the step cannot be had. False when neither can.
+  bool grow_locked(std::size_t size) {
+    const std::size_t limit = options.maximum_size.value_or(no_limit);
+    if (size > limit - reserved) {
+      last_upstream_failure = detail::concat("the maximum size of ", format_bytes(limit),
+                                             " would be exceeded");
+      return false;
+    }
+    const std::size_t step = std::min(
+        std::max({size, options.chunk_size, std::min(reserved, options.max_chunk_size)}),
+        limit - reserved);
+    for (const std::size_t bytes : {step, size}) {
+      try {
+        add_chunk_locked(upstream.allocate_sync(bytes), bytes);
+        return true;
+      } catch (const std::bad_alloc& error) {
+        last_upstream_failure = error.what();
+      }
+      if (step == size) break;
+    }
+    return false;
+  }
+
+  /// Returns every chunk that is one shared free block to upstream; the bytes returned.
+  std::size_t release_free_chunks_locked() {
+    std::size_t released = 0;
+    for (auto chunk = chunks.begin(); chunk != chunks.end();) {
+      const auto block = blocks.find(chunk->first);
+      const Block& first = block->second;
+      if (!first.free || !first.shared || first.size != chunk->second) {
+        ++chunk;
+        continue;
+      }
+      shared_free.erase({first.size, chunk->first});
+      blocks.erase(block);
+      upstream.deallocate_sync(chunk->first, chunk->second);
+      reserved -= chunk->second;
+      released += chunk->second;
+      ++upstream_releases;
+      chunk = chunks.erase(chunk);
+    }
+    return released;
+  }
+
+  [[nodiscard]] std::size_t largest_free_locked() const {
+    std::size_t largest = shared_free.empty() ? 0 : shared_free.rbegin()->first;
+    for (const auto& [stream, list] : stream_free) {
+      if (!list.empty()) largest = std::max(largest, list.rbegin()->first);
+    }
+    return largest;
+  }
+
+  /// Waits for the work queued so far on every stream that released blocks, then shares the
+  /// blocks released before the wait. The pool stays usable by other threads meanwhile.
+  void settle() {
+    struct Pending {
+      void* stream;
+      detail::PooledEvent event;
+      std::uint64_t up_to;
+    };
+    std::vector<Pending> pending;
+    {
+      const std::lock_guard lock(mutex);
+      for (const auto& [stream, list] : stream_free) {
+        if (list.empty()) continue;
+        pending.push_back({stream, detail::PooledEvent{}, releases});
+        detail::runtime().record(pending.back().event.get(), StreamRef{stream});
+      }
+    }
+    if (pending.empty()) return;
+    for (const Pending& wait : pending) detail::runtime().synchronize(wait.event.get());
+    const std::lock_guard lock(mutex);
+    for (const Pending& wait : pending) share_completed_locked(wait.stream, wait.up_to);
+  }
+
+  /// Calls the eviction hooks until one frees enough for `size`; the block, or nullptr.
+  char* evict_and_search(StreamRef stream, std::size_t size, bool host, bool& any_released) {
+    if (HookScope::active(this)) return nullptr;
+    const HookScope scope(this);
+    const std::shared_lock hooks_lock(hooks_mutex);
+    for (const auto& [id, hook] : hooks) {
+      if (hook(size) == 0) continue;
+      any_released = true;
+      const std::lock_guard lock(mutex);
+      if (char* block = search_locked(stream, size, host)) return block;
+    }
+    return nullptr;
+  }
+
+  /// What an allocation got when it failed, for out_of_memory.
+  [[nodiscard]] std::string out_of_memory_message_locked(StreamRef stream, std::size_t bytes,
+                                                         bool host) const {
+    std::string message =
+        host ? detail::concat(options.name, " allocate_sync of ", bytes, " bytes for the host")
+             : detail::concat(options.name, " allocate of ", bytes, " bytes on stream ",
+                              stream.handle());
+    message += detail::concat(": out of memory; in use ", format_bytes(in_use), ", reserved ",
+                              format_bytes(reserved), ", largest free block ",
+                              format_bytes(largest_free_locked()));
+    if (options.maximum_size) message += ", limit " + format_bytes(*options.maximum_size);
+    if (!last_upstream_failure.empty()) message += "; growth failed: " + last_upstream_failure;
+    return message;
+  }
+
+  /// The out-of-memory chain, entered when neither the free lists nor growth had a block.
+  void* allocate_out_of_memory(StreamRef stream, std::size_t bytes, std::size_t size, bool host) {
+    // 1. Blocks released on streams become shared (and merge) once their work is done.
+    settle();
+    {
+      const std::lock_guard lock(mutex);
+      if (char* block = search_locked(stream, size, host)) return block;
+    }
+    // 2. Eviction: hooks release blocks into this pool, usually on their own streams.
+    bool any_released = false;
+    if (char* block = evict_and_search(stream, size, host, any_released)) return block;
+    if (any_released) settle();
+    // 3. Whole free chunks go back, so that growth may get one contiguous chunk instead.
+    const std::lock_guard lock(mutex);
+    if (char* block = search_locked(stream, size, host)) return block;
+    release_free_chunks_locked();
+    if (grow_locked(size)) return take_locked(shared_free, size);
+    // 4. Nothing left to try.
+    throw out_of_memory(out_of_memory_message_locked(stream, bytes, host));
+  }
+};
+
+PoolResource::PoolResource(MemoryResource& upstream, PoolOptions options)
+    : state_(std::make_unique<State>(upstream, std::move(options))) {
+  if (state_->options.initial_size > 0) {
+    const std::size_t bytes = state_->options.initial_size;
+    const std::lock_guard lock(state_->mutex);
+    state_->add_chunk_locked(upstream.allocate_sync(bytes), bytes);
+  }
+  PoolRegistry& registry = pool_registry();
+  const std::lock_guard lock(registry.mutex);
+  registry.pools.push_back(this);
+}
+
+PoolResource::~PoolResource() {
+  {
+    PoolRegistry& registry = pool_registry();
+    const std::lock_guard lock(registry.mutex);
+    std::erase(registry.pools, this);
+  }
+  State& state = *state_;
+  // Work queued before a release may still use the block: finish it before the memory goes.
+  for (const auto& [stream, list] : state.stream_free) {
+    if (list.empty()) continue;
+    try {
+      detail::runtime().synchronize(StreamRef{stream});
+    } catch (const std::exception& error) {
+      std::cerr << "smartarray: " << state.options.name << " destructor: waiting for stream "
+                << stream << " failed: " << error.what() << "\n";
+    }
+  }
+  for (const auto& [base, bytes] : state.chunks) state.upstream.deallocate_sync(base, bytes);
+}
+
+MemoryKind PoolResource::kind() const noexcept { return state_->upstream.kind(); }
+MemoryResource& PoolResource::upstream() const noexcept { return state_->upstream; }
+const PoolOptions& PoolResource::options() const noexcept { return state_->options; }
+
+void* PoolResource::do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment,
+                                bool host) {
+  if (bytes == 0) return nullptr;
+  State& state = *state_;
+  detail::check_alignment(alignment, state.allocate_what.c_str());
+  detail::check_injected_allocation_failure(bytes, state.allocate_what.c_str());
+  if (bytes > no_limit - granularity) {
+    const std::lock_guard lock(state.mutex);
+    throw out_of_memory(state.out_of_memory_message_locked(stream, bytes, host));
+  }
+  const std::size_t size = round_up(bytes);
+  {
+    const std::lock_guard lock(state.mutex);
+    if (char* block = state.search_locked(stream, size, host)) return block;
+    if (state.grow_locked(size)) return state.take_locked(state.shared_free, size);
+  }
+  return state.allocate_out_of_memory(stream, bytes, size, host);
+}
+
+void PoolResource::do_deallocate(StreamRef stream, void* ptr, std::size_t bytes, std::size_t,
+                                 bool host) noexcept {
+  if (ptr == nullptr) return;
+  State& state = *state_;
+  const std::lock_guard lock(state.mutex);
+  const auto entry = state.blocks.find(static_cast<char*>(ptr));
+  if (entry == state.blocks.end() || entry->second.free ||
+      entry->second.size != round_up(bytes)) {
+    // Freeing what the pool never handed out (or twice) would corrupt it: stop here.
+    std::cerr << "smartarray: " << state.options.name << " deallocate of " << bytes
+              << " bytes at " << ptr << ": "
+              << (entry == state.blocks.end() ? "not a block of this pool"
+                  : entry->second.free        ? "already free"
+                                              : "size differs from the allocation")
+              << "\n";
+    std::abort();
+  }
+  Block& block = entry->second;
+  state.in_use -= block.size;
+  block.free = true;
+  block.shared = host;
+  block.stream = host ? nullptr : stream.handle();
+  block.release = ++state.releases;
+  state.file_free_locked(entry);
+}
+
+std::size_t PoolResource::trim() {
+  state_->settle();
+  const std::lock_guard lock(state_->mutex);
+  return state_->release_free_chunks_locked();
+}
+
+PoolResource::EvictionHookId PoolResource::add_eviction_hook(EvictionHook hook) {
+  const std::unique_lock lock(state_->hooks_mutex);
+  const EvictionHookId id = state_->next_hook_id++;
+  state_->hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
+void PoolResource::remove_eviction_hook(EvictionHookId id) {
+  const std::unique_lock lock(state_->hooks_mutex);
+  std::erase_if(state_->hooks, [id](const auto& entry) { return entry.first == id; });
+}
+
+void PoolResource::forget_stream(StreamRef stream) noexcept {
+  const std::lock_guard lock(state_->mutex);
+  state_->share_completed_locked(stream.handle(), state_->releases);
+}
+
+std::size_t PoolResource::bytes_in_use() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->in_use;
+}
+
+std::size_t PoolResource::reserved_bytes() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->reserved;
+}
+
+std::size_t PoolResource::largest_free_block() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->largest_free_locked();
+}
+
+std::uint64_t PoolResource::upstream_allocation_count() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->upstream_allocations;
+}
+
+PoolUsage PoolResource::usage() const {
+  const std::lock_guard lock(state_->mutex);
+  return PoolUsage{state_->in_use,
+                   state_->reserved,
+                   state_->largest_free_locked(),
+                   state_->upstream_allocations,
+                   state_->upstream_releases,
+                   state_->chunks.size()};
+}
+
+namespace detail {
+void forget_stream_in_all_pools(StreamRef stream) noexcept {
+  PoolRegistry& registry = pool_registry();
+  const std::lock_guard lock(registry.mutex);
+  for (PoolResource* pool : registry.pools) pool->forget_stream(stream);
+}
+}  // namespace detail
+
+}  // namespace smartarray

@@ -1,0 +1,147 @@
+// Counters, the ExpectTransfers guard and the migration trace.
+#include <smartarray/observability.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+
+namespace smartarray {
+
+TransferStats TransferStats::operator-(const TransferStats& base) const noexcept {
+  return {h2d_count - base.h2d_count,           h2d_bytes - base.h2d_bytes,
+          d2h_count - base.d2h_count,           d2h_bytes - base.d2h_bytes,
+          d2d_count - base.d2d_count,           d2d_bytes - base.d2d_bytes,
+          prefetch_count - base.prefetch_count, prefetch_bytes - base.prefetch_bytes,
+          allocation_count - base.allocation_count, allocation_bytes - base.allocation_bytes,
+          wait_count - base.wait_count};
+}
+
+std::string TransferStats::to_string() const {
+  std::ostringstream out;
+  out << "h2d " << h2d_count << " (" << h2d_bytes << " B), d2h " << d2h_count << " ("
+      << d2h_bytes << " B), d2d " << d2d_count << " (" << d2d_bytes << " B), prefetch "
+      << prefetch_count << " (" << prefetch_bytes << " B), allocations " << allocation_count
+      << " (" << allocation_bytes << " B), waits " << wait_count;
+  return out.str();
+}
+
+TransferStats TransferCounters::snapshot() const noexcept {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  return {h2d_count_.load(relaxed),        h2d_bytes_.load(relaxed),
+          d2h_count_.load(relaxed),        d2h_bytes_.load(relaxed),
+          d2d_count_.load(relaxed),        d2d_bytes_.load(relaxed),
+          prefetch_count_.load(relaxed),   prefetch_bytes_.load(relaxed),
+          allocation_count_.load(relaxed), allocation_bytes_.load(relaxed),
+          wait_count_.load(relaxed)};
+}
+
+void TransferCounters::reset() noexcept {
+  for (auto* counter : {&h2d_count_, &h2d_bytes_, &d2h_count_, &d2h_bytes_, &d2d_count_,
+                        &d2d_bytes_, &prefetch_count_, &prefetch_bytes_, &allocation_count_,
+                        &allocation_bytes_, &wait_count_}) {
+    counter->store(0, std::memory_order_relaxed);
+  }
+}
+
+TransferCounters& global_counters() noexcept {
+  static TransferCounters counters;
+  return counters;
+}
+
+TransferStats global_transfer_stats() noexcept { return global_counters().snapshot(); }
+
+namespace {
+std::mutex& handler_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::function<void(const std::string&)>& expect_handler() {
+  static std::function<void(const std::string&)> handler = [](const std::string& message) {
+    std::cerr << message << std::endl;
+    std::abort();
+  };
+  return handler;
+}
+}  // namespace
+
+std::function<void(const std::string&)> set_expect_transfers_handler(
+    std::function<void(const std::string&)> handler) {
+  std::lock_guard lock(handler_mutex());
+  auto old = std::move(expect_handler());
+  expect_handler() = std::move(handler);
+  return old;
+}
+
+ExpectTransfers::ExpectTransfers(Transfers expected, std::source_location where)
+    : ExpectTransfers(global_counters(), expected, where) {}
+
+ExpectTransfers::ExpectTransfers(const TransferCounters& counters, Transfers expected,
+                                 std::source_location where)
+    : counters_(&counters), start_(counters.snapshot()), expected_(expected), where_(where) {}
+
+TransferStats ExpectTransfers::observed() const noexcept { return counters_->snapshot() - start_; }
+
+std::string ExpectTransfers::mismatch() const {
+  const TransferStats seen = observed();
+  std::ostringstream out;
+  auto check = [&](const char* what, std::uint64_t want, std::uint64_t got) {
+    if (want != got) out << " " << what << ": expected " << want << ", observed " << got << ";";
+  };
+  check("h2d copies", expected_.h2d, seen.h2d_count);
+  check("d2h copies", expected_.d2h, seen.d2h_count);
+  check("d2d copies", expected_.d2d, seen.d2d_count);
+  if (expected_.h2d_bytes) check("h2d bytes", *expected_.h2d_bytes, seen.h2d_bytes);
+  if (expected_.d2h_bytes) check("d2h bytes", *expected_.d2h_bytes, seen.d2h_bytes);
+  if (expected_.d2d_bytes) check("d2d bytes", *expected_.d2d_bytes, seen.d2d_bytes);
+  return out.str();
+}
+
+ExpectTransfers::~ExpectTransfers() {
+  if (std::uncaught_exceptions() > 0) return;  // the scope failed already; don't pile on
+  const std::string problems = mismatch();
+  if (problems.empty()) return;
+  std::ostringstream message;
+  message << "ExpectTransfers at " << where_.file_name() << ":" << where_.line()
+          << " failed:" << problems << " (observed " << observed().to_string() << ")";
+  std::lock_guard lock(handler_mutex());
+  try {
+    expect_handler()(message.str());
+  } catch (...) {
+    std::cerr << message.str() << "\n";
+  }
+}
+
+namespace {
+/// Where trace lines go: nullptr when tracing is off.
+std::FILE* trace_sink() noexcept {
+  static std::FILE* const sink = []() -> std::FILE* {
+    const char* setting = std::getenv("SMARTARRAY_TRACE");
+    if (setting == nullptr || *setting == '\0' || std::strcmp(setting, "0") == 0) return nullptr;
+    if (std::strcmp(setting, "1") == 0) return stderr;
+    std::FILE* file = std::fopen(setting, "a");
+    return file != nullptr ? file : stderr;
+  }();
+  return sink;
+}
+}  // namespace
+
+bool trace_enabled() noexcept { return trace_sink() != nullptr; }
+
+namespace detail {
+void trace_migration(const char* direction, std::uint64_t bytes, const char* reason,
+                     const void* array, const std::source_location& where) {
+  std::FILE* sink = trace_sink();
+  if (sink == nullptr) return;
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  std::fprintf(sink, "smartarray: %s %llu B array %p (%s) at %s:%u\n", direction,
+               static_cast<unsigned long long>(bytes), array, reason, where.file_name(),
+               static_cast<unsigned>(where.line()));
+  std::fflush(sink);
+}
+}  // namespace detail
+
+}  // namespace smartarray

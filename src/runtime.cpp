@@ -1,0 +1,286 @@
+// The backend seam's common half: backend selection, the counted and fault-injectable wrappers
+// around each backend's do_* functions, recycled events, and the public stream API.
+#include <smartarray/detail/runtime.hpp>
+#include <smartarray/error.hpp>
+#include <smartarray/observability.hpp>
+#include <smartarray/stream.hpp>
+#include <smartarray/testing.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+namespace smartarray {
+namespace detail {
+namespace {
+
+/// One armed failure per fault kind; `remaining` counts down to the failing operation.
+struct FaultSlot {
+  std::atomic<std::uint64_t> operations{0};
+  std::atomic<std::uint64_t> remaining{0};  // 0 = disarmed
+
+  /// Counts one operation; true when it is the one that must fail.
+  bool tick() noexcept {
+    operations.fetch_add(1, std::memory_order_relaxed);
+    std::uint64_t left = remaining.load(std::memory_order_relaxed);
+    while (left != 0) {
+      if (remaining.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
+        return left == 1;
+      }
+    }
+    return false;
+  }
+};
+
+FaultSlot& fault_slot(testing::Fault what) noexcept {
+  static FaultSlot slots[2];
+  return slots[what == testing::Fault::allocation ? 0 : 1];
+}
+
+const char* copy_kind_name(CopyKind kind) noexcept {
+  switch (kind) {
+    case CopyKind::host_to_device: return "host-to-device";
+    case CopyKind::device_to_host: return "device-to-host";
+    case CopyKind::device_to_device: return "device-to-device";
+    case CopyKind::host_to_host: return "host-to-host";
+  }
+  return "unknown";
+}
+
+Runtime* select_runtime() {
+  const char* wanted = std::getenv("SMARTARRAY_BACKEND");
+  if (wanted != nullptr && *wanted != '\0') {
+    const std::string_view name{wanted};
+    if (name == "host") return make_host_runtime();
+    if (name == "cuda") {
+      Runtime* cuda = make_cuda_runtime();
+      if (cuda == nullptr) {
+        throw cuda_error("SMARTARRAY_BACKEND=cuda, but no usable CUDA device is present", -1);
+      }
+      return cuda;
+    }
+    throw logic_error(concat("SMARTARRAY_BACKEND='", name, "': expected 'cuda' or 'host'"));
+  }
+  if (Runtime* cuda = make_cuda_runtime()) return cuda;
+  std::cerr << "smartarray: no CUDA device found; using the host backend (an emulated device)\n";
+  return make_host_runtime();
+}
+
+}  // namespace
+
+void check_injected_allocation_failure(std::size_t bytes, const char* what) {
+  if (fault_slot(testing::Fault::allocation).tick()) {
+    throw out_of_memory(concat(what, " of ", bytes, " bytes: injected allocation failure #",
+                               fault_slot(testing::Fault::allocation).operations.load()));
+  }
+}
+
+namespace {
+void check_injected_copy_failure(std::size_t bytes, const char* what, StreamRef stream) {
+  if (fault_slot(testing::Fault::copy).tick()) {
+    throw cuda_error(concat(what, " of ", bytes, " bytes on stream ", stream.handle(),
+                            ": injected copy failure #",
+                            fault_slot(testing::Fault::copy).operations.load()),
+                     -1);
+  }
+}
+}  // namespace
+
+Runtime& runtime() {
+  // Never destroyed: streams, pools and arrays with static lifetime may outlive any destruction order.
+  static Runtime* const instance = select_runtime();
+  return *instance;
+}
+
+void* Runtime::allocate_device(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  check_injected_allocation_failure(bytes, "device allocation");
+  void* ptr = do_allocate_device(bytes);
+  global_counters().add_allocation(bytes);
+  return ptr;
+}
+void Runtime::free_device(void* ptr) noexcept {
+  if (ptr != nullptr) do_free_device(ptr);
+}
+void* Runtime::allocate_pinned(std::size_t bytes, unsigned flags) {
+  if (bytes == 0) return nullptr;
+  check_injected_allocation_failure(bytes, "pinned host allocation");
+  void* ptr = do_allocate_pinned(bytes, flags);
+  global_counters().add_allocation(bytes);
+  return ptr;
+}
+void Runtime::free_pinned(void* ptr) noexcept {
+  if (ptr != nullptr) do_free_pinned(ptr);
+}
+void* Runtime::allocate_managed(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  check_injected_allocation_failure(bytes, "managed allocation");
+  void* ptr = do_allocate_managed(bytes);
+  global_counters().add_allocation(bytes);
+  return ptr;
+}
+void Runtime::free_managed(void* ptr) noexcept {
+  if (ptr != nullptr) do_free_managed(ptr);
+}
+void Runtime::register_host(void* ptr, std::size_t bytes, unsigned flags) {
+  SMARTARRAY_EXPECTS(ptr != nullptr || bytes == 0, logic_error,
+                     "register_host: null pointer with ", bytes, " bytes");
+  if (bytes == 0) return;
+  do_register_host(ptr, bytes, flags);
+}
+void Runtime::unregister_host(void* ptr) noexcept {
+  if (ptr != nullptr) do_unregister_host(ptr);
+}
+
+void Runtime::copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind,
+                         StreamRef stream) {
+  if (bytes == 0) return;
+  SMARTARRAY_EXPECTS(dst != nullptr && src != nullptr, logic_error, copy_kind_name(kind),
+                     " copy of ", bytes, " bytes with a null pointer (dst ", dst, ", src ", src,
+                     ")");
+  check_injected_copy_failure(bytes, copy_kind_name(kind), stream);
+  do_copy_async(dst, src, bytes, kind, stream);
+  switch (kind) {
+    case CopyKind::host_to_device: global_counters().add_h2d(bytes); break;
+    case CopyKind::device_to_host: global_counters().add_d2h(bytes); break;
+    case CopyKind::device_to_device: global_counters().add_d2d(bytes); break;
+    case CopyKind::host_to_host: break;
+  }
+}
+
+void Runtime::prefetch_async(const void* ptr, std::size_t bytes, Location where,
+                             StreamRef stream) {
+  if (bytes == 0) return;
+  check_injected_copy_failure(bytes, "managed prefetch", stream);
+  do_prefetch_async(ptr, bytes, where, stream);
+  global_counters().add_prefetch(bytes);
+}
+
+void Runtime::synchronize(StreamRef stream) {
+  global_counters().add_wait();
+  do_synchronize(stream);
+}
+void Runtime::synchronize_device() {
+  global_counters().add_wait();
+  do_synchronize_device();
+}
+void Runtime::synchronize(EventHandle event) {
+  global_counters().add_wait();
+  do_synchronize(event);
+}
+
+namespace {
+/// Events are created once and recycled: creating one per acquire would cost microseconds.
+class EventFreeList {
+ public:
+  EventHandle take() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!free_.empty()) {
+        EventHandle event = free_.back();
+        free_.pop_back();
+        return event;
+      }
+    }
+    return runtime().create_event();
+  }
+  void give(EventHandle event) noexcept {
+    std::lock_guard lock(mutex_);
+    free_.push_back(event);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<EventHandle> free_;
+};
+
+EventFreeList& event_free_list() {
+  static auto* list = new EventFreeList;  // outlives every user, like the runtime
+  return *list;
+}
+}  // namespace
+
+PooledEvent::PooledEvent() : event_(event_free_list().take()) {}
+PooledEvent::~PooledEvent() {
+  if (event_ != nullptr) event_free_list().give(event_);
+}
+PooledEvent& PooledEvent::operator=(PooledEvent&& other) noexcept {
+  if (this != &other) {
+    if (event_ != nullptr) event_free_list().give(event_);
+    event_ = other.event_;
+    other.event_ = nullptr;
+  }
+  return *this;
+}
+
+void stream_wait_stream(StreamRef waiter, StreamRef producer) {
+  if (waiter == producer) return;
+  PooledEvent event;
+  runtime().record(event.get(), producer);
+  runtime().stream_wait(waiter, event.get());
+}
+
+void host_wait_stream(StreamRef stream) {
+  PooledEvent event;
+  runtime().record(event.get(), stream);
+  runtime().synchronize(event.get());
+}
+
+}  // namespace detail
+
+namespace testing {
+void inject_failure(Fault what, std::uint64_t nth) {
+  detail::fault_slot(what).remaining.store(nth, std::memory_order_relaxed);
+}
+void clear_injected_failures() {
+  inject_failure(Fault::allocation, 0);
+  inject_failure(Fault::copy, 0);
+}
+std::uint64_t operation_count(Fault what) {
+  return detail::fault_slot(what).operations.load(std::memory_order_relaxed);
+}
+bool failure_pending(Fault what) {
+  return detail::fault_slot(what).remaining.load(std::memory_order_relaxed) != 0;
+}
+}  // namespace testing
+
+const char* to_string(BackendKind kind) noexcept {
+  return kind == BackendKind::cuda ? "cuda" : "host";
+}
+BackendKind backend() { return detail::runtime().kind(); }
+const DeviceProperties& device_properties() { return detail::runtime().properties(); }
+bool cuda_device_available() noexcept { return detail::cuda_runtime_has_device(); }
+
+Stream::Stream() : ref_(detail::runtime().create_stream()) {}
+Stream::~Stream() {
+  if (!ref_.is_default()) detail::runtime().destroy_stream(ref_);
+}
+Stream::Stream(Stream&& other) noexcept : ref_(other.ref_) { other.ref_ = StreamRef{}; }
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+    if (!ref_.is_default()) detail::runtime().destroy_stream(ref_);
+    ref_ = other.ref_;
+    other.ref_ = StreamRef{};
+  }
+  return *this;
+}
+void Stream::synchronize() const { detail::runtime().synchronize(ref_); }
+bool Stream::query() const { return detail::runtime().query(ref_); }
+
+void synchronize(StreamRef stream) { detail::runtime().synchronize(stream); }
+void synchronize_device() { detail::runtime().synchronize_device(); }
+
+AutoSynchronize::~AutoSynchronize() {
+  try {
+    detail::runtime().synchronize(stream_);
+  } catch (const std::exception& error) {
+    std::cerr << "smartarray: AutoSynchronize of stream " << stream_.handle()
+              << " failed: " << error.what() << "\n";
+  }
+}
+
+}  // namespace smartarray
