@@ -14,10 +14,10 @@ inline constexpr std::size_t max_alignment = default_alignment;
 
 /// Throws logic_error unless `alignment` is a power of two no larger than 256.
 inline void check_alignment(std::size_t alignment, const char* what) {
-  SMARTARRAY_EXPECTS(alignment != 0 && (alignment & (alignment - 1)) == 0 &&
-                         alignment <= max_alignment,
-                     logic_error, what, ": alignment ", alignment,
-                     " is not a power of two of at most ", max_alignment, " bytes");
+  SMARTARRAY_EXPECTS(
+      alignment != 0 && (alignment & (alignment - 1)) == 0 && alignment <= max_alignment,
+      logic_error, what, ": alignment ", alignment, " is not a power of two of at most ",
+      max_alignment, " bytes");
 }
 
 /// True when `ptr` is a multiple of `alignment` (a power of two).

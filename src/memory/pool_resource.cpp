@@ -1,12 +1,14 @@
 // PoolResource: best-fit blocks carved from upstream chunks, reused in stream order.
 //
-// Every block of every chunk is in `blocks`, keyed by address, so a released block finds its
-// neighbours in O(log n). A free block also sits in exactly one free list, that of its owner:
+// The blocks of a chunk tile it and are linked to their neighbours, so a released block finds them
+// in O(1); live blocks are found by address in a hash map. A free block sits in exactly one free
+// list, that of its owner:
 // - the shared list: blocks that nobody's queued work uses (fresh chunks, `deallocate_sync`, and
 //   stream-released blocks whose stream has since been seen to complete);
-// - the list of stream S: blocks whose last use was queued on S. S reuses them at once; another
-//   stream first waits on an event recorded on S; the host waits until S has completed.
-// Free neighbours merge only when they have the same owner and lie in the same chunk.
+// - the list of stream S: blocks whose last use was queued on S. S reuses them at once. Another
+//   stream takes them without a wait once S has completed, else after waiting on an event recorded
+//   on S; the host takes them only once S has completed.
+// Free neighbours merge only when they have the same owner; neighbours never cross chunks.
 #include <smartarray/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/pool_resource.hpp>
@@ -14,16 +16,19 @@
 #include "memory/alignment.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <limits>
 #include <map>
+#include <memory_resource>
 #include <mutex>
 #include <new>
 #include <set>
 #include <shared_mutex>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -56,18 +61,44 @@ std::string format_bytes(std::size_t bytes) {
   return text;
 }
 
-/// A block of a chunk, live or free.
-struct Block {
-  std::size_t size = 0;
-  char* chunk = nullptr;       ///< base of the chunk holding it: blocks never merge across chunks
-  bool free = false;
-  bool shared = false;         ///< free, and no queued work uses it: anyone may take it
-  void* stream = nullptr;      ///< free and not shared: the stream its last use was queued on
-  std::uint64_t release = 0;   ///< free: the number of the release that freed it (merged: latest)
+struct Block;
+
+/// An entry of a free list.
+struct FreeEntry {
+  std::size_t size;
+  char* address;
+  Block* block;
 };
 
-/// Free blocks of one owner, best fit first: ordered by size, then by address.
-using FreeList = std::set<std::pair<std::size_t, char*>>;
+/// Best fit first: by size, then by address.
+struct BestFitOrder {
+  bool operator()(const FreeEntry& a, const FreeEntry& b) const noexcept {
+    return a.size != b.size ? a.size < b.size : a.address < b.address;
+  }
+};
+
+/// The free blocks of one owner.
+using FreeList = std::pmr::set<FreeEntry, BestFitOrder>;
+
+/// A block of a chunk, live or free.
+struct Block {
+  char* address = nullptr;
+  std::size_t size = 0;
+  Block* previous = nullptr;  ///< the block below in the same chunk, if any
+  Block* next = nullptr;      ///< the block above in the same chunk, if any
+  bool free = false;
+  bool shared = false;        ///< free, and no queued work uses it: anyone may take it
+  void* stream = nullptr;     ///< free and not shared: the stream its last use was queued on
+  std::uint64_t release = 0;  ///< free: the number of the release that freed it (merged: latest)
+  FreeList::iterator entry;   ///< free: its entry in its owner's list
+};
+
+/// A chunk held from upstream. Its first block stays the same object for the chunk's life: it
+/// has no lower neighbour to merge into.
+struct Chunk {
+  std::size_t size;
+  Block* first;
+};
 
 /// The out-of-memory chains on this thread that are calling eviction hooks, innermost first. A
 /// hook that allocates from the same pool gets no second round of hooks.
@@ -104,6 +135,12 @@ PoolRegistry& pool_registry() {
   return *registry;
 }
 
+void unregister_pool(PoolResource* pool) noexcept {
+  PoolRegistry& registry = pool_registry();
+  const std::lock_guard lock(registry.mutex);
+  std::erase(registry.pools, pool);
+}
+
 PoolOptions normalized(PoolOptions options) {
   options.initial_size = round_up(options.initial_size);
   options.chunk_size = round_up(std::max(options.chunk_size, granularity));
@@ -128,80 +165,110 @@ struct PoolResource::State {
   const std::string allocate_what;  ///< names pool allocations for the fault injector
 
   mutable std::mutex mutex;  ///< guards everything below up to the hooks
-  std::map<char*, Block> blocks;
-  std::map<char*, std::size_t> chunks;  ///< base -> size of every chunk held from upstream
-  FreeList shared_free;
-  std::unordered_map<void*, FreeList> stream_free;
+  // Blocks and tree nodes come from one pool of their own: dense in memory, guarded by `mutex`.
+  std::pmr::unsynchronized_pool_resource nodes;
+  std::pmr::polymorphic_allocator<> node_allocator{&nodes};
+  std::pmr::unordered_map<char*, Block*> live{&nodes};  ///< live blocks by address
+  std::map<char*, Chunk> chunks;                        ///< chunks held from upstream, by base
+  FreeList shared_free{&nodes};
+  std::pmr::unordered_map<void*, FreeList> stream_free{&nodes};
+  FreeList::node_type spare_entry;  ///< a recycled free-list node, for the next insertion
   std::size_t in_use = 0;
   std::size_t reserved = 0;
   std::uint64_t upstream_allocations = 0;
   std::uint64_t upstream_releases = 0;
-  std::uint64_t releases = 0;           ///< numbers the releases, for `Block::release`
-  std::string last_upstream_failure;    ///< why growth last failed, for the out-of-memory message
+  std::uint64_t releases = 0;         ///< numbers the releases, for `Block::release`
+  std::string last_upstream_failure;  ///< why growth last failed, for the out-of-memory message
 
   std::shared_mutex hooks_mutex;  ///< calls hold it shared; registration holds it exclusively
   std::vector<std::pair<EvictionHookId, EvictionHook>> hooks;
   EvictionHookId next_hook_id = 1;
 
-  // --- everything named *_locked needs `mutex` ---
+  // --- the helpers below need `mutex` held, except settle(), evict_and_search() and
+  // allocate_out_of_memory(), which take it themselves ---
 
   FreeList& list_of(const Block& block) {
     return block.shared ? shared_free : stream_free[block.stream];
   }
 
-  /// The best fit for `size` in `list`, split to size and marked live; nullptr when none fits.
-  char* take_locked(FreeList& list, std::size_t size) {
-    const auto fit = list.lower_bound({size, nullptr});
-    if (fit == list.end()) return nullptr;
-    char* const address = fit->second;
-    const auto block = blocks.find(address);
-    if (block->second.size > size) {
-      // The remainder keeps the owner and history of the block it was cut from.
-      Block rest = block->second;
-      rest.size -= size;
-      const auto rest_entry = blocks.emplace_hint(std::next(block), address + size, rest);
-      try {
-        list.emplace(rest.size, address + size);
-      } catch (...) {
-        blocks.erase(rest_entry);
-        throw;
-      }
-      block->second.size = size;
+  /// Files the free `block` in `list`.
+  void insert_entry(FreeList& list, Block* block) {
+    const FreeEntry key{block->size, block->address, block};
+    if (spare_entry.empty()) {
+      block->entry = list.insert(key).first;
+      return;
     }
-    list.erase(fit);
-    block->second.free = false;
-    block->second.shared = false;
-    block->second.stream = nullptr;
-    in_use += size;
-    return address;
+    spare_entry.value() = key;
+    block->entry = list.insert(std::move(spare_entry)).position;
+  }
+  void erase_entry(FreeList& list, const Block* block) noexcept {
+    auto node = list.extract(block->entry);
+    if (spare_entry.empty()) spare_entry = std::move(node);
   }
 
-  /// Merges the free block at `entry` with free neighbours of the same owner and chunk, then files
-  /// it in its owner's list.
-  void file_free_locked(std::map<char*, Block>::iterator entry) {
-    const auto mergeable = [&](const Block& other) {
-      const Block& block = entry->second;
-      return other.free && other.chunk == block.chunk && other.shared == block.shared &&
-             (block.shared || other.stream == block.stream);
+  /// The best fit for `size` in `list`, split to size and marked live; nullptr when none fits.
+  char* take_locked(FreeList& list, std::size_t size) {
+    const auto fit = list.lower_bound(FreeEntry{size, nullptr, nullptr});
+    if (fit == list.end()) return nullptr;
+    Block* const block = fit->block;
+    // Everything that can throw comes first, so that a failure leaves the pool as it was.
+    Block* rest = nullptr;
+    if (block->size > size) {
+      // The remainder keeps the owner and history of the block it was cut from.
+      rest = node_allocator.new_object<Block>(*block);
+      rest->address += size;
+      rest->size -= size;
+    }
+    try {
+      live.emplace(block->address, block);
+    } catch (...) {
+      if (rest != nullptr) node_allocator.delete_object(rest);
+      throw;
+    }
+    if (rest != nullptr) {
+      rest->previous = block;
+      if (rest->next != nullptr) rest->next->previous = rest;
+      block->next = rest;
+      block->size = size;
+      auto node = list.extract(fit);  // the remainder reuses the block's free-list node
+      node.value() = FreeEntry{rest->size, rest->address, rest};
+      rest->entry = list.insert(std::move(node)).position;
+    } else {
+      erase_entry(list, block);
+    }
+    block->free = false;
+    block->shared = false;
+    block->stream = nullptr;
+    in_use += size;
+    return block->address;
+  }
+
+  /// Merges the free `block` with free neighbours of the same owner, then files it in its owner's
+  /// list.
+  void file_free_locked(Block* block) {
+    const auto mergeable = [&](const Block* other) {
+      return other != nullptr && other->free && other->shared == block->shared &&
+             (block->shared || other->stream == block->stream);
     };
-    FreeList& list = list_of(entry->second);
-    if (const auto next = std::next(entry); next != blocks.end() && mergeable(next->second)) {
-      list.erase({next->second.size, next->first});
-      entry->second.size += next->second.size;
-      entry->second.release = std::max(entry->second.release, next->second.release);
-      blocks.erase(next);
+    FreeList& list = list_of(*block);
+    if (Block* const next = block->next; mergeable(next)) {
+      erase_entry(list, next);
+      block->size += next->size;
+      block->release = std::max(block->release, next->release);
+      block->next = next->next;
+      if (block->next != nullptr) block->next->previous = block;
+      node_allocator.delete_object(next);
     }
-    if (entry != blocks.begin()) {
-      if (const auto previous = std::prev(entry); mergeable(previous->second)) {
-        list.erase({previous->second.size, previous->first});
-        previous->second.size += entry->second.size;
-        previous->second.release = std::max(previous->second.release, entry->second.release);
-        blocks.erase(entry);
-        list.emplace(previous->second.size, previous->first);
-        return;
-      }
+    if (Block* const previous = block->previous; mergeable(previous)) {
+      erase_entry(list, previous);
+      previous->size += block->size;
+      previous->release = std::max(previous->release, block->release);
+      previous->next = block->next;
+      if (previous->next != nullptr) previous->next->previous = previous;
+      node_allocator.delete_object(block);
+      block = previous;
     }
-    list.emplace(entry->second.size, entry->first);
+    insert_entry(list, block);
   }
 
   /// Makes the blocks released on `stream` by release number `up_to` shared: their work is done.
@@ -209,16 +276,16 @@ struct PoolResource::State {
     const auto found = stream_free.find(stream);
     if (found == stream_free.end()) return;
     FreeList& list = found->second;
-    std::vector<char*> done;
-    for (const auto& [size, address] : list) {
-      if (blocks.find(address)->second.release <= up_to) done.push_back(address);
+    std::vector<Block*> done;
+    for (const FreeEntry& entry : list) {
+      if (entry.block->release <= up_to) done.push_back(entry.block);
     }
-    for (char* address : done) {
-      const auto entry = blocks.find(address);
-      list.erase({entry->second.size, address});
-      entry->second.shared = true;
-      entry->second.stream = nullptr;
-      file_free_locked(entry);
+    // A shared block merges only with shared ones, so the blocks still to move stay valid.
+    for (Block* block : done) {
+      erase_entry(list, block);
+      block->shared = true;
+      block->stream = nullptr;
+      file_free_locked(block);
     }
     if (list.empty()) stream_free.erase(found);
   }
@@ -230,14 +297,19 @@ struct PoolResource::State {
     std::size_t best_size = no_limit;
     for (auto& [other, list] : stream_free) {
       if (other == stream.handle()) continue;
-      const auto fit = list.lower_bound({size, nullptr});
-      if (fit != list.end() && fit->first < best_size) {
+      const auto fit = list.lower_bound(FreeEntry{size, nullptr, nullptr});
+      if (fit != list.end() && fit->size < best_size) {
         best_list = &list;
         best_stream = other;
-        best_size = fit->first;
+        best_size = fit->size;
       }
     }
     if (best_list == nullptr) return nullptr;
+    if (detail::runtime().query(StreamRef{best_stream})) {
+      // That stream has finished everything: its blocks are free for all, without a dependency.
+      share_completed_locked(best_stream, releases);
+      return take_locked(shared_free, size);
+    }
     // Recorded now, not at release: the same-stream path never pays for an event.
     const detail::PooledEvent event;
     detail::runtime().record(event.get(), StreamRef{best_stream});
@@ -250,8 +322,8 @@ struct PoolResource::State {
   char* take_completed_for_host_locked(std::size_t size) {
     std::vector<std::pair<std::size_t, void*>> candidates;
     for (const auto& [stream, list] : stream_free) {
-      const auto fit = list.lower_bound({size, nullptr});
-      if (fit != list.end()) candidates.emplace_back(fit->first, stream);
+      const auto fit = list.lower_bound(FreeEntry{size, nullptr, nullptr});
+      if (fit != list.end()) candidates.emplace_back(fit->size, stream);
     }
     std::sort(candidates.begin(), candidates.end());
     for (const auto& [fit_size, stream] : candidates) {
@@ -282,13 +354,21 @@ struct PoolResource::State {
       SMARTARRAY_EXPECTS(detail::is_aligned(base, granularity), logic_error, options.name,
                          ": upstream returned ", memory, ", which is not ", granularity,
                          "-byte aligned");
-      const auto chunk = chunks.emplace(base, bytes).first;
+      Block* const block = node_allocator.new_object<Block>();
+      block->address = base;
+      block->size = bytes;
+      block->free = true;
+      block->shared = true;
       try {
-        blocks.emplace(base, Block{bytes, base, true, true, nullptr, 0});
-        shared_free.emplace(bytes, base);
+        const auto chunk = chunks.emplace(base, Chunk{bytes, block}).first;
+        try {
+          insert_entry(shared_free, block);
+        } catch (...) {
+          chunks.erase(chunk);
+          throw;
+        }
       } catch (...) {
-        blocks.erase(base);
-        chunks.erase(chunk);
+        node_allocator.delete_object(block);
         throw;
       }
     } catch (...) {
@@ -304,16 +384,17 @@ struct PoolResource::State {
   bool grow_locked(std::size_t size) {
     const std::size_t limit = options.maximum_size.value_or(no_limit);
     if (size > limit - reserved) {
-      last_upstream_failure = detail::concat("the maximum size of ", format_bytes(limit),
-                                             " would be exceeded");
+      last_upstream_failure =
+          detail::concat("the maximum size of ", format_bytes(limit), " would be exceeded");
       return false;
     }
-    const std::size_t step = std::min(
-        std::max({size, options.chunk_size, std::min(reserved, options.max_chunk_size)}),
-        limit - reserved);
+    const std::size_t step =
+        std::min(std::max({size, options.chunk_size, std::min(reserved, options.max_chunk_size)}),
+                 limit - reserved);
     for (const std::size_t bytes : {step, size}) {
       try {
         add_chunk_locked(upstream.allocate_sync(bytes), bytes);
+        last_upstream_failure.clear();
         return true;
       } catch (const std::bad_alloc& error) {
         last_upstream_failure = error.what();
@@ -327,17 +408,16 @@ struct PoolResource::State {
   std::size_t release_free_chunks_locked() {
     std::size_t released = 0;
     for (auto chunk = chunks.begin(); chunk != chunks.end();) {
-      const auto block = blocks.find(chunk->first);
-      const Block& first = block->second;
-      if (!first.free || !first.shared || first.size != chunk->second) {
+      Block* const first = chunk->second.first;
+      if (!first->free || !first->shared || first->next != nullptr) {
         ++chunk;
         continue;
       }
-      shared_free.erase({first.size, chunk->first});
-      blocks.erase(block);
-      upstream.deallocate_sync(chunk->first, chunk->second);
-      reserved -= chunk->second;
-      released += chunk->second;
+      erase_entry(shared_free, first);
+      node_allocator.delete_object(first);
+      upstream.deallocate_sync(chunk->first, chunk->second.size);
+      reserved -= chunk->second.size;
+      released += chunk->second.size;
       ++upstream_releases;
       chunk = chunks.erase(chunk);
     }
@@ -345,9 +425,9 @@ struct PoolResource::State {
   }
 
   [[nodiscard]] std::size_t largest_free_locked() const {
-    std::size_t largest = shared_free.empty() ? 0 : shared_free.rbegin()->first;
+    std::size_t largest = shared_free.empty() ? 0 : shared_free.rbegin()->size;
     for (const auto& [stream, list] : stream_free) {
-      if (!list.empty()) largest = std::max(largest, list.rbegin()->first);
+      if (!list.empty()) largest = std::max(largest, list.rbegin()->size);
     }
     return largest;
   }
@@ -428,34 +508,38 @@ struct PoolResource::State {
 
 PoolResource::PoolResource(MemoryResource& upstream, PoolOptions options)
     : state_(std::make_unique<State>(upstream, std::move(options))) {
-  if (state_->options.initial_size > 0) {
-    const std::size_t bytes = state_->options.initial_size;
-    const std::lock_guard lock(state_->mutex);
-    state_->add_chunk_locked(upstream.allocate_sync(bytes), bytes);
-  }
-  PoolRegistry& registry = pool_registry();
-  const std::lock_guard lock(registry.mutex);
-  registry.pools.push_back(this);
-}
-
-PoolResource::~PoolResource() {
   {
     PoolRegistry& registry = pool_registry();
     const std::lock_guard lock(registry.mutex);
-    std::erase(registry.pools, this);
+    registry.pools.push_back(this);
   }
+  if (state_->options.initial_size == 0) return;
+  const std::size_t bytes = state_->options.initial_size;
+  try {
+    const std::lock_guard lock(state_->mutex);
+    state_->add_chunk_locked(upstream.allocate_sync(bytes), bytes);
+  } catch (...) {
+    unregister_pool(this);
+    throw;
+  }
+}
+
+PoolResource::~PoolResource() {
+  unregister_pool(this);
   State& state = *state_;
-  // Work queued before a release may still use the block: finish it before the memory goes.
-  for (const auto& [stream, list] : state.stream_free) {
-    if (list.empty()) continue;
+  // Work queued before a release may still use the block. Its stream may be gone by now, so wait
+  // for the whole device: a pool is destroyed rarely, and the raw frees below would wait anyway.
+  const bool pending = std::any_of(state.stream_free.begin(), state.stream_free.end(),
+                                   [](const auto& entry) { return !entry.second.empty(); });
+  if (pending) {
     try {
-      detail::runtime().synchronize(StreamRef{stream});
+      detail::runtime().synchronize_device();
     } catch (const std::exception& error) {
-      std::cerr << "smartarray: " << state.options.name << " destructor: waiting for stream "
-                << stream << " failed: " << error.what() << "\n";
+      std::cerr << "smartarray: " << state.options.name
+                << " destructor: waiting for the device failed: " << error.what() << "\n";
     }
   }
-  for (const auto& [base, bytes] : state.chunks) state.upstream.deallocate_sync(base, bytes);
+  for (const auto& [base, chunk] : state.chunks) state.upstream.deallocate_sync(base, chunk.size);
 }
 
 MemoryKind PoolResource::kind() const noexcept { return state_->upstream.kind(); }
@@ -486,25 +570,25 @@ void PoolResource::do_deallocate(StreamRef stream, void* ptr, std::size_t bytes,
   if (ptr == nullptr) return;
   State& state = *state_;
   const std::lock_guard lock(state.mutex);
-  const auto entry = state.blocks.find(static_cast<char*>(ptr));
-  if (entry == state.blocks.end() || entry->second.free ||
-      entry->second.size != round_up(bytes)) {
+  const auto found = state.live.find(static_cast<char*>(ptr));
+  if (found == state.live.end() || found->second->size != round_up(bytes)) {
     // Freeing what the pool never handed out (or twice) would corrupt it: stop here.
-    std::cerr << "smartarray: " << state.options.name << " deallocate of " << bytes
-              << " bytes at " << ptr << ": "
-              << (entry == state.blocks.end() ? "not a block of this pool"
-                  : entry->second.free        ? "already free"
-                                              : "size differs from the allocation")
+    std::cerr << "smartarray: " << state.options.name << " deallocate of " << bytes << " bytes at "
+              << ptr << ": "
+              << (found == state.live.end()
+                      ? "not a live block of this pool (never allocated here, or freed twice)"
+                      : "the size differs from the allocation's")
               << "\n";
     std::abort();
   }
-  Block& block = entry->second;
-  state.in_use -= block.size;
-  block.free = true;
-  block.shared = host;
-  block.stream = host ? nullptr : stream.handle();
-  block.release = ++state.releases;
-  state.file_free_locked(entry);
+  Block* const block = found->second;
+  state.live.erase(found);
+  state.in_use -= block->size;
+  block->free = true;
+  block->shared = host;
+  block->stream = host ? nullptr : stream.handle();
+  block->release = ++state.releases;
+  state.file_free_locked(block);
 }
 
 std::size_t PoolResource::trim() {

@@ -56,10 +56,9 @@ MemoryStats StatisticsAdaptor::stats() const {
     stats.reserved_bytes = usage.reserved_bytes;
     stats.largest_free_block = usage.largest_free_block;
     const std::size_t free_bytes = usage.reserved_bytes - usage.bytes_in_use;
-    stats.fragmentation =
-        free_bytes == 0 ? 0.0
-                        : 1.0 - static_cast<double>(usage.largest_free_block) /
-                                    static_cast<double>(free_bytes);
+    stats.fragmentation = free_bytes == 0 ? 0.0
+                                          : 1.0 - static_cast<double>(usage.largest_free_block) /
+                                                      static_cast<double>(free_bytes);
   }
   return stats;
 }

@@ -1,4 +1,5 @@
-// The raw resources: each call goes to the backend seam, which counts it and may fail it on purpose.
+// The raw resources: every call goes through the backend seam, which counts it and can fail it.
+#include <smartarray/error.hpp>
 #include <smartarray/memory/upstream_resources.hpp>
 
 #include "memory/alignment.hpp"
@@ -43,16 +44,14 @@ bool DeviceMemoryResource::is_equal(const MemoryResource& other) const noexcept 
   return dynamic_cast<const DeviceMemoryResource*>(&other) != nullptr;
 }
 
-void* DeviceMemoryResource::do_allocate(StreamRef, std::size_t bytes, std::size_t alignment,
-                                        bool) {
+void* DeviceMemoryResource::do_allocate(StreamRef, std::size_t bytes, std::size_t alignment, bool) {
   return allocate_raw(bytes, alignment, "device memory allocate",
                       [](std::size_t n) { return detail::runtime().allocate_device(n); });
 }
 
 void DeviceMemoryResource::do_deallocate(StreamRef stream, void* ptr, std::size_t, std::size_t,
                                          bool host) noexcept {
-  free_raw(stream, ptr, host, "device memory",
-           [](void* p) { detail::runtime().free_device(p); });
+  free_raw(stream, ptr, host, "device memory", [](void* p) { detail::runtime().free_device(p); });
 }
 
 bool PinnedMemoryResource::is_equal(const MemoryResource& other) const noexcept {
@@ -60,8 +59,7 @@ bool PinnedMemoryResource::is_equal(const MemoryResource& other) const noexcept 
   return pinned != nullptr && pinned->flags_ == flags_;
 }
 
-void* PinnedMemoryResource::do_allocate(StreamRef, std::size_t bytes, std::size_t alignment,
-                                        bool) {
+void* PinnedMemoryResource::do_allocate(StreamRef, std::size_t bytes, std::size_t alignment, bool) {
   return allocate_raw(bytes, alignment, "pinned memory allocate", [this](std::size_t n) {
     return detail::runtime().allocate_pinned(n, flags_);
   });
@@ -79,14 +77,23 @@ bool ManagedMemoryResource::is_equal(const MemoryResource& other) const noexcept
 
 void* ManagedMemoryResource::do_allocate(StreamRef, std::size_t bytes, std::size_t alignment,
                                          bool) {
-  return allocate_raw(bytes, alignment, "managed memory allocate",
-                      [](std::size_t n) { return detail::runtime().allocate_managed(n); });
+  return allocate_raw(bytes, alignment, "managed memory allocate", [](std::size_t n) {
+    // Asking the driver for more managed memory than the device has free can hang the GPU.
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    detail::runtime().memory_info(free_bytes, total_bytes);
+    if (n > free_bytes) {
+      throw out_of_memory(detail::concat("managed memory allocate of ", n,
+                                         " bytes: the device has only ", free_bytes, " of ",
+                                         total_bytes, " bytes free"));
+    }
+    return detail::runtime().allocate_managed(n);
+  });
 }
 
 void ManagedMemoryResource::do_deallocate(StreamRef stream, void* ptr, std::size_t, std::size_t,
                                           bool host) noexcept {
-  free_raw(stream, ptr, host, "managed memory",
-           [](void* p) { detail::runtime().free_managed(p); });
+  free_raw(stream, ptr, host, "managed memory", [](void* p) { detail::runtime().free_managed(p); });
 }
 
 }  // namespace smartarray

@@ -12,6 +12,7 @@
 #include <smartarray/stream.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <source_location>
 
@@ -142,6 +143,16 @@ void stream_wait_stream(StreamRef waiter, StreamRef producer);
 
 /// Makes the host wait for everything queued so far on `stream`, through an event (counted as a wait).
 void host_wait_stream(StreamRef stream);
+
+/// Streams destroyed through `Stream` are drained first, so their work is complete; their handles
+/// must never reach the backend again. Arrays drop them from their pending work.
+void retire_stream(StreamRef stream);
+/// A handle handed out again by the backend is live again.
+void revive_stream(StreamRef stream);
+/// True when `stream` was destroyed through `Stream` (and not handed out again).
+[[nodiscard]] bool stream_retired(StreamRef stream);
+/// Changes whenever a stream is retired, so that holders of stream handles re-check cheaply.
+[[nodiscard]] std::uint64_t retired_stream_generation() noexcept;
 
 /// Counts one allocation for the fault injector (testing.hpp) and throws `out_of_memory` naming
 /// `what` and `bytes` when it is the armed one. Pools call it on every allocation, hit or miss.

@@ -11,7 +11,8 @@
  *
  * They are built on first use over the active backend and never destroyed: arrays, streams and the
  * backend itself may outlive any order of static destruction. `set_device_resource` and
- * `set_pinned_resource` replace the resource that new arrays use; an array can also be given its own.
+ * `set_pinned_resource` replace the resource that new arrays use; an array can also be given its
+ * own.
  *
  * Only the active backend's device, ordinal 0, exists today; the ordinal parameter shapes the API
  * for more.

@@ -8,11 +8,14 @@
  *   A block is split on allocation and merged with its free neighbours on release, but only inside
  *   one upstream chunk.
  * - **Stream-ordered reuse.** A block freed on stream A is reused at once by allocations on A. A
- *   request on stream B takes it only after making B wait for A's work up to now; the event for
+ *   request on stream B, when nothing else fits, takes it at once if A has completed its work,
+ *   else only after making B wait for A's work up to now (the host does not block). The event for
  *   that wait is recorded lazily, at that moment, so the same-stream path never pays for an event.
  *   A host request (`allocate_sync`) takes a block freed on a stream only once the stream's work up
  *   to the release has completed, so a pinned block is never handed to a host writer while a copy
  *   still reads it. Blocks released with `deallocate_sync` are reusable by anyone at once.
+ *   Before a stream that released blocks is destroyed, the pools must forget it
+ *   (`detail::forget_stream_in_all_pools`, called by `Stream`'s destructor).
  * - **Growth and the out-of-memory chain.** A miss grows the pool from upstream by a chunk (see
  *   `PoolOptions`). When growth fails (upstream out of memory, or the hard limit), the pool waits
  *   for its pending stream-ordered releases and searches again, then calls the eviction hooks, then
@@ -77,7 +80,8 @@ class PoolResource final : public MemoryResource {
    * @throws out_of_memory when the initial chunk cannot be allocated.
    */
   explicit PoolResource(MemoryResource& upstream, PoolOptions options = {});
-  /// @brief Waits for the streams that released blocks, then returns every chunk to upstream.
+  /// @brief Returns every chunk to upstream, after waiting for the device when blocks released on
+  ///        streams may still be in use.
   ~PoolResource() override;
   PoolResource(const PoolResource&) = delete;
   PoolResource& operator=(const PoolResource&) = delete;
@@ -136,8 +140,7 @@ class PoolResource final : public MemoryResource {
  private:
   struct State;
 
-  void* do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment,
-                    bool host) override;
+  void* do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment, bool host) override;
   void do_deallocate(StreamRef stream, void* ptr, std::size_t bytes, std::size_t alignment,
                      bool host) noexcept override;
 

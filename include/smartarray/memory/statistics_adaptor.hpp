@@ -20,12 +20,12 @@ class PoolResource;
 
 /// @brief A snapshot of a `StatisticsAdaptor`'s counts.
 struct MemoryStats {
-  std::size_t current_bytes = 0;    ///< bytes of live allocations
-  std::size_t current_count = 0;    ///< live allocations
-  std::size_t peak_bytes = 0;       ///< the most `current_bytes` has been (since `reset_peak`)
-  std::size_t peak_count = 0;       ///< the most `current_count` has been (since `reset_peak`)
-  std::uint64_t total_bytes = 0;    ///< bytes of every allocation ever made
-  std::uint64_t total_count = 0;    ///< allocations ever made
+  std::size_t current_bytes = 0;  ///< bytes of live allocations
+  std::size_t current_count = 0;  ///< live allocations
+  std::size_t peak_bytes = 0;     ///< the most `current_bytes` has been (since `reset_peak`)
+  std::size_t peak_count = 0;     ///< the most `current_count` has been (since `reset_peak`)
+  std::uint64_t total_bytes = 0;  ///< bytes of every allocation ever made
+  std::uint64_t total_count = 0;  ///< allocations ever made
 
   bool has_pool = false;                   ///< the upstream is a pool: the fields below are set
   std::uint64_t upstream_allocations = 0;  ///< chunks the pool took from its upstream
@@ -60,8 +60,7 @@ class StatisticsAdaptor final : public MemoryResource {
   void reset_peak() noexcept;
 
  private:
-  void* do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment,
-                    bool host) override;
+  void* do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment, bool host) override;
   void do_deallocate(StreamRef stream, void* ptr, std::size_t bytes, std::size_t alignment,
                      bool host) noexcept override;
 

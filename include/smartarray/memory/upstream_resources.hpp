@@ -31,8 +31,7 @@ class DeviceMemoryResource final : public MemoryResource {
   [[nodiscard]] bool is_equal(const MemoryResource& other) const noexcept override;
 
  private:
-  void* do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment,
-                    bool host) override;
+  void* do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment, bool host) override;
   void do_deallocate(StreamRef stream, void* ptr, std::size_t bytes, std::size_t alignment,
                      bool host) noexcept override;
 };
@@ -49,8 +48,7 @@ class PinnedMemoryResource final : public MemoryResource {
    * @brief A resource whose blocks are allocated with `flags`.
    * @param flags a combination of `detail::PinnedFlags` (mapped, portable, write-combined).
    */
-  explicit PinnedMemoryResource(unsigned flags = detail::pinned_default) noexcept
-      : flags_(flags) {}
+  explicit PinnedMemoryResource(unsigned flags = detail::pinned_default) noexcept : flags_(flags) {}
 
   /// @brief `mapped` when the flags include `pinned_mapped`, else `pinned`.
   [[nodiscard]] MemoryKind kind() const noexcept override {
@@ -62,8 +60,7 @@ class PinnedMemoryResource final : public MemoryResource {
   [[nodiscard]] bool is_equal(const MemoryResource& other) const noexcept override;
 
  private:
-  void* do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment,
-                    bool host) override;
+  void* do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment, bool host) override;
   void do_deallocate(StreamRef stream, void* ptr, std::size_t bytes, std::size_t alignment,
                      bool host) noexcept override;
 
@@ -72,6 +69,9 @@ class PinnedMemoryResource final : public MemoryResource {
 
 /**
  * @brief Unified (managed) memory straight from the backend (`cudaMallocManaged` / `cudaFree`).
+ *
+ * A request larger than the device's free memory throws `out_of_memory` without reaching the
+ * driver: oversubscribing managed memory can hang the GPU.
  */
 class ManagedMemoryResource final : public MemoryResource {
  public:
@@ -81,8 +81,7 @@ class ManagedMemoryResource final : public MemoryResource {
   [[nodiscard]] bool is_equal(const MemoryResource& other) const noexcept override;
 
  private:
-  void* do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment,
-                    bool host) override;
+  void* do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment, bool host) override;
   void do_deallocate(StreamRef stream, void* ptr, std::size_t bytes, std::size_t alignment,
                      bool host) noexcept override;
 };
