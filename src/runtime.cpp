@@ -2,6 +2,7 @@
 // around each backend's do_* functions, recycled events, and the public stream API.
 #include <smartarray/detail/runtime.hpp>
 #include <smartarray/error.hpp>
+#include <smartarray/memory/pool_resource.hpp>
 #include <smartarray/observability.hpp>
 #include <smartarray/stream.hpp>
 #include <smartarray/testing.hpp>
@@ -12,6 +13,7 @@
 #include <iostream>
 #include <mutex>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace smartarray {
@@ -217,6 +219,43 @@ PooledEvent& PooledEvent::operator=(PooledEvent&& other) noexcept {
   return *this;
 }
 
+namespace {
+struct RetiredStreams {
+  std::mutex mutex;
+  std::unordered_set<void*> handles;
+  std::atomic<std::uint64_t> generation{0};
+};
+RetiredStreams& retired_streams() {
+  static auto* retired = new RetiredStreams;  // outlives every stream holder
+  return *retired;
+}
+}  // namespace
+
+void retire_stream(StreamRef stream) {
+  if (stream.is_default()) return;
+  auto& retired = retired_streams();
+  std::lock_guard lock(retired.mutex);
+  retired.handles.insert(stream.handle());
+  retired.generation.fetch_add(1, std::memory_order_release);
+}
+
+void revive_stream(StreamRef stream) {
+  auto& retired = retired_streams();
+  std::lock_guard lock(retired.mutex);
+  retired.handles.erase(stream.handle());
+}
+
+bool stream_retired(StreamRef stream) {
+  if (stream.is_default()) return false;
+  auto& retired = retired_streams();
+  std::lock_guard lock(retired.mutex);
+  return retired.handles.contains(stream.handle());
+}
+
+std::uint64_t retired_stream_generation() noexcept {
+  return retired_streams().generation.load(std::memory_order_acquire);
+}
+
 void stream_wait_stream(StreamRef waiter, StreamRef producer) {
   if (waiter == producer) return;
   PooledEvent event;
@@ -255,14 +294,28 @@ BackendKind backend() { return detail::runtime().kind(); }
 const DeviceProperties& device_properties() { return detail::runtime().properties(); }
 bool cuda_device_available() noexcept { return detail::cuda_runtime_has_device(); }
 
-Stream::Stream() : ref_(detail::runtime().create_stream()) {}
-Stream::~Stream() {
-  if (!ref_.is_default()) detail::runtime().destroy_stream(ref_);
+Stream::Stream() : ref_(detail::runtime().create_stream()) { detail::revive_stream(ref_); }
+namespace {
+/// Drains a stream, makes the pools forget it (its handle may be reused), then destroys it.
+void release_stream(StreamRef stream) noexcept {
+  if (stream.is_default()) return;
+  try {
+    detail::runtime().synchronize(stream);
+  } catch (const std::exception& error) {
+    std::cerr << "smartarray: draining stream " << stream.handle() << " failed: " << error.what()
+              << "\n";
+  }
+  detail::forget_stream_in_all_pools(stream);
+  detail::retire_stream(stream);
+  detail::runtime().destroy_stream(stream);
 }
+}  // namespace
+
+Stream::~Stream() { release_stream(ref_); }
 Stream::Stream(Stream&& other) noexcept : ref_(other.ref_) { other.ref_ = StreamRef{}; }
 Stream& Stream::operator=(Stream&& other) noexcept {
   if (this != &other) {
-    if (!ref_.is_default()) detail::runtime().destroy_stream(ref_);
+    release_stream(ref_);
     ref_ = other.ref_;
     other.ref_ = StreamRef{};
   }

@@ -179,6 +179,21 @@ TEST(Residency, DeviceWriteOnStreamBWaitsForReadOnStreamA) {
   EXPECT_EQ(host_copy(a), scaled(values));
 }
 
+TEST(Residency, ArrayOutlivesTheStreamsItWasUsedOn) {
+  const auto values = random_values<float>(n);
+  SmartArray<float> a(values);
+  SmartArray<float> copy(n);
+  {
+    sa::Stream first;
+    scale_on_device(a, first);
+    copy_on_device(copy, a, first);
+  }  // both arrays still name `first` as a device user; it must never be used again
+  sa::Stream second;
+  scale_on_device(a, second);
+  EXPECT_EQ(host_copy(copy), scaled(values));
+  EXPECT_EQ(host_copy(a), scaled(scaled(values)));
+}
+
 TEST(Residency, ZeroSizeArraysNeverAllocateOrCopy) {
   const auto before = sa::global_transfer_stats();
   SmartArray<double> a;
