@@ -15,6 +15,12 @@ namespace {
 
 constexpr std::size_t host_alignment = 256;
 
+/// The capacity for a growth to `needed` bytes from `capacity`: geometric, for amortized O(1)
+/// appends, and never below one aligned block (smaller buffers would waste the rest of it).
+std::size_t grown_capacity(std::size_t needed, std::size_t capacity) {
+  return std::max({needed, 2 * capacity, host_alignment});
+}
+
 /// A process-wide tick for least-recently-used ordering.
 std::atomic<std::uint64_t> use_clock{0};
 
@@ -96,12 +102,15 @@ void note_pageable_fallback(std::size_t bytes, const std::exception& why) {
 
 ArrayCore::ArrayCore(MemoryResource* host_resource, MemoryResource* device_resource)
     : host_resource_(host_resource != nullptr ? host_resource : &pinned_resource()),
-      device_resource_(device_resource != nullptr ? device_resource : &smartarray::device_resource()) {}
+      device_resource_(device_resource != nullptr ? device_resource : &smartarray::device_resource()),
+      host_fallback_(host_resource == nullptr) {}
 
 ArrayCore::~ArrayCore() { release_all(); }
 
 ArrayCore::ArrayCore(const ArrayCore& other)
-    : host_resource_(other.host_resource_), device_resource_(other.device_resource_) {
+    : host_resource_(other.host_resource_),
+      device_resource_(other.device_resource_),
+      host_fallback_(other.host_fallback_) {
   std::lock_guard lock(other.mutex_);
   if (other.size_ == 0) return;
   const std::size_t bytes = other.size_;
@@ -113,7 +122,8 @@ ArrayCore::ArrayCore(const ArrayCore& other)
                 bytes - other.host_valid_begin_);
   }
   if (other.device_valid_end_ > 0) {
-    const StreamRef stream = other.device_writer_.value_or(StreamRef{});
+    StreamRef stream = other.device_writer_.value_or(StreamRef{});
+    if (stream_retired(stream)) stream = StreamRef{};
     try {
       register_eviction_hook_once();
       device_ = static_cast<std::byte*>(device_resource_->allocate(stream, bytes));
@@ -132,11 +142,13 @@ ArrayCore::ArrayCore(const ArrayCore& other)
   size_ = bytes;
   host_valid_begin_ = other.host_valid_begin_;
   device_valid_end_ = other.device_valid_end_;
-  refresh_flags();
+  refresh_state();
 }
 
 ArrayCore::ArrayCore(ArrayCore&& other) noexcept
-    : host_resource_(other.host_resource_), device_resource_(other.device_resource_) {
+    : host_resource_(other.host_resource_),
+      device_resource_(other.device_resource_),
+      host_fallback_(other.host_fallback_) {
   swap(other);
 }
 
@@ -148,6 +160,7 @@ void ArrayCore::swap(ArrayCore& other) noexcept {
   if (other.device_ != nullptr) eviction_registry().remove(&other);
   std::swap(host_resource_, other.host_resource_);
   std::swap(device_resource_, other.device_resource_);
+  std::swap(host_fallback_, other.host_fallback_);
   std::swap(host_, other.host_);
   std::swap(host_pageable_, other.host_pageable_);
   std::swap(device_, other.device_);
@@ -159,10 +172,11 @@ void ArrayCore::swap(ArrayCore& other) noexcept {
   std::swap(device_writer_, other.device_writer_);
   std::swap(device_users_, other.device_users_);
   std::swap(host_readers_, other.host_readers_);
+  std::swap(host_read_end_, other.host_read_end_);
   if (device_ != nullptr) eviction_registry().add(this);
   if (other.device_ != nullptr) eviction_registry().add(&other);
-  refresh_flags();
-  other.refresh_flags();
+  refresh_state();
+  other.refresh_state();
 }
 
 void ArrayCore::refresh_flags() noexcept {
@@ -170,6 +184,14 @@ void ArrayCore::refresh_flags() noexcept {
   host_readable_.store(readable, std::memory_order_release);
   host_writable_.store(readable && device_valid_end_ == 0 && host_readers_.empty(),
                        std::memory_order_release);
+}
+
+void ArrayCore::refresh_state() noexcept {
+  refresh_flags();
+  // Inside the window an append writes only bytes that no pending copy reads, and a truncation
+  // clamps neither side's valid range.
+  fast_floor_ = std::max({host_valid_begin_, device_valid_end_, host_read_end_});
+  fast_limit_ = host_ != nullptr && size_ >= host_read_end_ ? capacity_ : 0;
 }
 
 void ArrayCore::touch() noexcept {
@@ -187,6 +209,7 @@ std::byte* ArrayCore::allocate_host(std::size_t bytes, bool& pageable) {
   try {
     return static_cast<std::byte*>(host_resource_->allocate_sync(bytes, host_alignment));
   } catch (const std::bad_alloc& error) {
+    if (!host_fallback_) throw;
     note_pageable_fallback(bytes, error);
   }
   pageable = true;
@@ -195,15 +218,12 @@ std::byte* ArrayCore::allocate_host(std::size_t bytes, bool& pageable) {
 
 void ArrayCore::free_host(std::byte* ptr, std::size_t bytes, bool pageable) noexcept {
   if (ptr == nullptr) return;
-  if (pageable) {
-    ::operator delete(ptr, std::align_val_t{host_alignment});
-    return;
-  }
   // A pinned block that copies still read goes back on their stream: the pool hands it to a host
-  // writer only once they are done.
-  if (host_readers_.size() == 1) {
+  // writer only once they are done. Pageable memory has no such guard, so it waits for them.
+  if (!pageable && host_readers_.size() == 1) {
     host_resource_->deallocate(host_readers_.front().stream, ptr, bytes, host_alignment);
     host_readers_.clear();
+    host_read_end_ = 0;
     return;
   }
   if (!host_readers_.empty()) {
@@ -213,6 +233,19 @@ void ArrayCore::free_host(std::byte* ptr, std::size_t bytes, bool pageable) noex
       std::cerr << "smartarray: waiting for copies before freeing host memory failed: "
                 << error.what() << "\n";
     }
+  }
+  if (pageable) {
+    ::operator delete(ptr, std::align_val_t{host_alignment});
+  } else {
+    host_resource_->deallocate_sync(ptr, bytes, host_alignment);
+  }
+}
+
+void ArrayCore::free_unused_host(std::byte* ptr, std::size_t bytes, bool pageable) noexcept {
+  if (ptr == nullptr) return;
+  if (pageable) {
+    ::operator delete(ptr, std::align_val_t{host_alignment});
+    return;
   }
   host_resource_->deallocate_sync(ptr, bytes, host_alignment);
 }
@@ -237,12 +270,24 @@ void ArrayCore::wait_host_readers_locked() {
     if (!runtime().query(copy.event.get())) runtime().synchronize(copy.event.get());
     host_readers_.pop_back();
   }
+  host_read_end_ = 0;
 }
 
 void ArrayCore::wait_host_readers() {
   std::lock_guard lock(mutex_);
   wait_host_readers_locked();
-  refresh_flags();
+  refresh_state();
+}
+
+void ArrayCore::forget_retired_streams() {
+  const std::uint64_t generation = retired_stream_generation();
+  if (generation == retired_generation_seen_) return;
+  retired_generation_seen_ = generation;
+  std::erase_if(device_users_, [](StreamRef user) { return stream_retired(user); });
+  if (device_writer_ && stream_retired(*device_writer_)) device_writer_.reset();
+  for (PendingCopy& copy : host_readers_) {
+    if (stream_retired(copy.stream)) copy.stream = StreamRef{};
+  }
 }
 
 void ArrayCore::join_device_users(StreamRef stream) {
@@ -264,22 +309,23 @@ void ArrayCore::add_device_user(StreamRef stream) {
   }
 }
 
-void ArrayCore::ensure_device_capacity(StreamRef stream) {
+void ArrayCore::ensure_device_capacity(StreamRef stream, std::size_t keep) {
   if (device_ != nullptr && device_capacity_ >= size_) return;
   register_eviction_hook_once();
   const std::size_t new_capacity = std::max(capacity_, size_);
   auto* fresh = static_cast<std::byte*>(device_resource_->allocate(stream, new_capacity));
   if (device_ != nullptr) {
-    // Only the valid device prefix moves; the copy reads the old buffer after its last writer, and
-    // the old buffer is freed on `stream` once every user of it is joined there.
+    // Only the valid device prefix moves (nothing for a discard); the copy reads the old buffer
+    // after its last writer, and the old buffer is freed on `stream` once every user of it is
+    // joined there.
     try {
       join_device_users(stream);
-      runtime().copy_async(fresh, device_, device_valid_end_, CopyKind::device_to_device, stream);
+      runtime().copy_async(fresh, device_, keep, CopyKind::device_to_device, stream);
     } catch (...) {
       device_resource_->deallocate(stream, fresh, new_capacity);
       throw;
     }
-    counters_.add_d2d(device_valid_end_);
+    if (keep > 0) counters_.add_d2d(keep);
     device_resource_->deallocate(stream, device_, device_capacity_);
     set_device_exclusive(stream);
   } else {
@@ -298,15 +344,16 @@ void ArrayCore::copy_to_device(std::size_t begin, std::size_t end, StreamRef str
   // Recorded eagerly: host writers must wait for exactly this copy, not for later kernels.
   runtime().record(pending.event.get(), stream);
   host_readers_.push_back(std::move(pending));
+  host_read_end_ = std::max(host_read_end_, end);
   counters_.add_h2d(end - begin);
   trace_migration("H2D", end - begin, reason, this, where);
   set_device_exclusive(stream);
 }
 
-void ArrayCore::copy_to_host(std::size_t begin, std::size_t end, StreamRef stream,
+void ArrayCore::copy_to_host(std::byte* dst, std::size_t begin, std::size_t end, StreamRef stream,
                              const char* reason, const std::source_location& where) {
   wait_device_writer(stream);
-  runtime().copy_async(host_ + begin, device_ + begin, end - begin, CopyKind::device_to_host, stream);
+  runtime().copy_async(dst + begin, device_ + begin, end - begin, CopyKind::device_to_host, stream);
   add_device_user(stream);
   // The host waits for this array's copy only (and what precedes it on that stream).
   PooledEvent done;
@@ -317,10 +364,16 @@ void ArrayCore::copy_to_host(std::size_t begin, std::size_t end, StreamRef strea
   trace_migration("D2H", end - begin, reason, this, where);
 }
 
+void ArrayCore::fetch_stale_prefix(std::byte* dst, const char* reason,
+                                   const std::source_location& where) {
+  copy_to_host(dst, 0, host_valid_begin_, device_writer_.value_or(StreamRef{}), reason, where);
+}
+
 std::byte* ArrayCore::acquire_host(Access access, std::optional<StreamRef> stream,
                                    const std::source_location& where) {
   std::lock_guard lock(mutex_);
   AcquireScope scope(this);
+  forget_retired_streams();
   touch();
   if (size_ == 0) return host_;
   if (host_ == nullptr) {
@@ -328,7 +381,7 @@ std::byte* ArrayCore::acquire_host(Access access, std::optional<StreamRef> strea
   }
   if (access != Access::discard && host_valid_begin_ > 0) {
     const StreamRef copy_stream = stream.value_or(device_writer_.value_or(StreamRef{}));
-    copy_to_host(0, host_valid_begin_, copy_stream,
+    copy_to_host(host_, 0, host_valid_begin_, copy_stream,
                  access == Access::read ? "host read of a stale copy" : "host read_write of a stale copy",
                  where);
   }
@@ -337,7 +390,7 @@ std::byte* ArrayCore::acquire_host(Access access, std::optional<StreamRef> strea
     wait_host_readers_locked();
     device_valid_end_ = 0;
   }
-  refresh_flags();
+  refresh_state();
   return host_;
 }
 
@@ -345,9 +398,10 @@ std::byte* ArrayCore::acquire_device(Access access, StreamRef stream,
                                      const std::source_location& where) {
   std::lock_guard lock(mutex_);
   AcquireScope scope(this);
+  forget_retired_streams();
   touch();
   if (size_ == 0) return device_;
-  ensure_device_capacity(stream);
+  ensure_device_capacity(stream, access == Access::discard ? 0 : device_valid_end_);
   if (access == Access::discard) {
     join_device_users(stream);
     set_device_exclusive(stream);
@@ -368,7 +422,7 @@ std::byte* ArrayCore::acquire_device(Access access, StreamRef stream,
   }
   device_valid_end_ = size_;
   if (access != Access::read) host_valid_begin_ = size_;
-  refresh_flags();
+  refresh_state();
   return device_;
 }
 
@@ -378,11 +432,12 @@ void ArrayCore::host_changed() {
                      "host_changed() on an array whose host copy is stale (", size_,
                      " bytes); acquire the host side first");
   device_valid_end_ = 0;
-  refresh_flags();
+  refresh_state();
 }
 
 void ArrayCore::device_changed(StreamRef stream) {
   std::lock_guard lock(mutex_);
+  forget_retired_streams();
   SMARTARRAY_EXPECTS(device_valid_end_ == size_, logic_error,
                      "gpu_changed() on an array whose device copy is stale (", size_,
                      " bytes); acquire the device side first");
@@ -390,71 +445,171 @@ void ArrayCore::device_changed(StreamRef stream) {
   join_device_users(stream);
   set_device_exclusive(stream);
   host_valid_begin_ = size_;
-  refresh_flags();
+  refresh_state();
 }
 
 void ArrayCore::reserve(std::size_t bytes) {
   std::lock_guard lock(mutex_);
   if (bytes <= capacity_) return;
+  forget_retired_streams();
   if (host_ == nullptr) {
     capacity_ = bytes;  // the host buffer is made when the host first needs it
-    return;
+  } else {
+    reallocate_host(bytes);
   }
-  reallocate_host(bytes);
-  refresh_flags();
+  refresh_state();
 }
 
-std::byte* ArrayCore::append(std::size_t new_size) {
+std::byte* ArrayCore::append_locked(std::size_t new_size) {
   std::lock_guard lock(mutex_);
   touch();
+  forget_retired_streams();
   if (host_ == nullptr) {
+    // A reserved capacity is taken as it is (constructors reserve the exact size first).
     bool pageable = false;
-    const std::size_t bytes = std::max(capacity_, new_size);
+    const std::size_t bytes =
+        new_size > capacity_ ? grown_capacity(new_size, capacity_) : capacity_;
     host_ = allocate_host(bytes, pageable);
     host_pageable_ = pageable;
     capacity_ = bytes;
   } else if (new_size > capacity_) {
-    reallocate_host(std::max(new_size, 2 * capacity_));
+    reallocate_host(grown_capacity(new_size, capacity_));
+  } else if (size_ < host_read_end_) {
+    wait_host_readers_locked();  // a pending upload still reads the bytes the tail overwrites
   }
   // Both sides keep what they held; the new tail is valid on the host alone.
   size_ = new_size;
-  refresh_flags();
+  refresh_state();
   return host_;
 }
 
-void ArrayCore::truncate(std::size_t new_size) noexcept {
+void ArrayCore::truncate_locked(std::size_t new_size) noexcept {
   std::lock_guard lock(mutex_);
   if (new_size >= size_) return;
   size_ = new_size;
   host_valid_begin_ = std::min(host_valid_begin_, new_size);
   device_valid_end_ = std::min(device_valid_end_, new_size);
-  refresh_flags();
+  refresh_state();
+}
+
+std::byte* ArrayCore::insert_gap(std::size_t pos, std::size_t bytes,
+                                 const std::source_location& where) {
+  std::lock_guard lock(mutex_);
+  AcquireScope scope(this);
+  touch();
+  forget_retired_streams();
+  if (host_ == nullptr) host_ = allocate_host(capacity_, host_pageable_);
+  const std::size_t old_size = size_;
+  const std::size_t new_size = old_size + bytes;
+  // Everything that can fail (allocation, the copy, the waits) runs before the contents change.
+  std::size_t new_capacity = capacity_;
+  std::byte* fresh = nullptr;
+  bool fresh_pageable = false;
+  if (new_size > capacity_) {
+    new_capacity = grown_capacity(new_size, capacity_);
+    fresh = allocate_host(new_capacity, fresh_pageable);
+  }
+  try {
+    if (host_valid_begin_ > 0) {
+      fetch_stale_prefix(host_, "host insert into a stale copy", where);
+      host_valid_begin_ = 0;
+    }
+    wait_host_readers_locked();
+  } catch (...) {
+    free_unused_host(fresh, new_capacity, fresh_pageable);
+    throw;
+  }
+  if (fresh == nullptr) {
+    std::memmove(host_ + pos + bytes, host_ + pos, old_size - pos);
+  } else {
+    // Each element moves once, straight to its new place.
+    std::memcpy(fresh, host_, pos);
+    std::memcpy(fresh + pos + bytes, host_ + pos, old_size - pos);
+    free_host(host_, capacity_, host_pageable_);
+    host_ = fresh;
+    host_pageable_ = fresh_pageable;
+    capacity_ = new_capacity;
+  }
+  size_ = new_size;
+  device_valid_end_ = 0;
+  refresh_state();
+  return host_;
+}
+
+std::byte* ArrayCore::erase_range(std::size_t pos, std::size_t bytes,
+                                  const std::source_location& where) {
+  std::lock_guard lock(mutex_);
+  AcquireScope scope(this);
+  touch();
+  forget_retired_streams();
+  if (host_ == nullptr) host_ = allocate_host(capacity_, host_pageable_);
+  if (host_valid_begin_ > 0) {
+    fetch_stale_prefix(host_, "host erase from a stale copy", where);
+    host_valid_begin_ = 0;
+  }
+  wait_host_readers_locked();
+  std::memmove(host_ + pos, host_ + pos + bytes, size_ - pos - bytes);
+  size_ -= bytes;
+  device_valid_end_ = 0;
+  refresh_state();
+  return host_;
+}
+
+std::byte* ArrayCore::assign_discard(std::size_t new_size) {
+  std::lock_guard lock(mutex_);
+  touch();
+  forget_retired_streams();
+  if (new_size > capacity_ || (host_ == nullptr && new_size > 0)) {
+    // The old contents are dropped, so the new buffer receives no copy.
+    const std::size_t new_capacity = std::max(new_size, capacity_);
+    bool fresh_pageable = false;
+    std::byte* fresh = allocate_host(new_capacity, fresh_pageable);
+    free_host(host_, capacity_, host_pageable_);
+    host_ = fresh;
+    host_pageable_ = fresh_pageable;
+    capacity_ = new_capacity;
+  } else {
+    wait_host_readers_locked();  // uploads may still read the bytes about to be overwritten
+  }
+  size_ = new_size;
+  host_valid_begin_ = 0;
+  device_valid_end_ = 0;
+  refresh_state();
+  return host_;
+}
+
+void ArrayCore::assign_copy(const ArrayCore& other) {
+  if (this == &other) return;
+  ArrayCore copy(other);
+  swap(copy);
+  // `copy` now holds the old state, but its counters still hold the deep copy's transfers.
+  const TransferStats made = copy.counters_.snapshot();
+  if (made.d2d_count > 0) counters_.add_d2d(made.d2d_bytes);
 }
 
 void ArrayCore::shrink_to_fit() {
   std::lock_guard lock(mutex_);
   if (capacity_ == size_) return;
+  forget_retired_streams();
   if (host_ == nullptr) {
     capacity_ = size_;
-    return;
-  }
-  if (size_ == 0) {
+  } else if (size_ == 0) {
     free_host(host_, capacity_, host_pageable_);
     host_ = nullptr;
     capacity_ = 0;
   } else {
     reallocate_host(size_);
   }
-  refresh_flags();
+  refresh_state();
 }
 
 std::size_t ArrayCore::evict_device_locked(bool allow_dirty) {
+  forget_retired_streams();
   if (device_ == nullptr) return 0;
   if (host_valid_begin_ > 0) {
     if (!allow_dirty) return 0;
     if (host_ == nullptr) host_ = allocate_host(capacity_, host_pageable_);
-    copy_to_host(0, host_valid_begin_, device_writer_.value_or(StreamRef{}),
-                 "eviction of a dirty device copy", std::source_location::current());
+    fetch_stale_prefix(host_, "eviction of a dirty device copy", std::source_location::current());
     host_valid_begin_ = 0;
   }
   const std::size_t released = device_capacity_;
@@ -466,6 +621,7 @@ std::size_t ArrayCore::evict_device_locked(bool allow_dirty) {
 
 void ArrayCore::release_device_buffer() noexcept {
   if (device_ == nullptr) return;
+  forget_retired_streams();
   // Free on one stream that has joined every user, so the pool reuses the block only after them.
   const StreamRef last = device_writer_.value_or(device_users_.empty() ? StreamRef{}
                                                                        : device_users_.front());
@@ -483,14 +639,16 @@ void ArrayCore::release_device_buffer() noexcept {
 }
 
 void ArrayCore::release_all() noexcept {
-  eviction_registry().remove(this);
   std::lock_guard lock(mutex_);
+  // Registered exactly while a device buffer is held (eviction drops both under this lock), so a
+  // host-only array never takes the registry's lock.
+  if (device_ != nullptr) eviction_registry().remove(this);
   release_device_buffer();
   free_host(host_, capacity_, host_pageable_);
   host_ = nullptr;
   host_pageable_ = false;
   size_ = capacity_ = host_valid_begin_ = device_valid_end_ = 0;
-  refresh_flags();
+  refresh_state();
 }
 
 }  // namespace smartarray::detail

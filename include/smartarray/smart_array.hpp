@@ -8,13 +8,14 @@
  * acquire the host side; kernels take `DeviceView`s from `device_view`.
  *
  * Host element access costs one predictable branch when the host side is already in the needed
- * state. Non-const access (`operator[]`, `begin()`, `data()`) means "the host will write": the
- * device copy becomes stale. Read through a const reference (`std::as_const(a)[i]`) or a
- * `host_view(Access::read)` to keep the device copy valid. Tight loops should use `host_view()` or
- * iterators.
+ * state. Non-const access (`operator[]`, `begin()`, `end()`, `data()`) means "the host will write":
+ * the device copy becomes stale. Read through a const reference (`std::as_const(a)[i]`, `cbegin()`)
+ * or `host_view(Access::read)` to keep the device copy valid. Tight loops should use `host_view()`
+ * or iterators. docs/vector.md lists the residency of every vector operation.
  */
 #pragma once
 
+#include <smartarray/config.hpp>
 #include <smartarray/device_view.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/memory_resource.hpp>
@@ -24,29 +25,75 @@
 #include <smartarray/detail/array_core.hpp>
 
 #include <algorithm>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <source_location>
 #include <span>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace smartarray {
 
 /// @brief Per-array choices made at construction.
 struct ArrayOptions {
-  MemoryResource* host_resource = nullptr;    ///< host storage; nullptr: `pinned_resource()`
+  /// Host storage; nullptr: `pinned_resource()`, falling back to pageable memory (with a notice)
+  /// when pinned memory cannot be had. A resource given here is never replaced: its failures throw.
+  MemoryResource* host_resource = nullptr;
   MemoryResource* device_resource = nullptr;  ///< device storage; nullptr: `device_resource()`
 };
 
+namespace detail {
+
+/// `std::vector`'s synth-three-way: `<=>` where the element has it, else built from `<`.
+struct SynthThreeWay {
+  template <typename T>
+    requires std::three_way_comparable<T> || requires(const T& a, const T& b) {
+      { a < b } -> std::convertible_to<bool>;
+    }
+  constexpr auto operator()(const T& a, const T& b) const {
+    if constexpr (std::three_way_comparable<T>) {
+      return a <=> b;
+    } else {
+      if (a < b) return std::weak_ordering::less;
+      if (b < a) return std::weak_ordering::greater;
+      return std::weak_ordering::equivalent;
+    }
+  }
+};
+
+/// The comparison category of `SmartArray<T>`'s `<=>`.
+template <typename T>
+using SynthThreeWayResult =
+    decltype(SynthThreeWay{}(std::declval<const T&>(), std::declval<const T&>()));
+
+/// Iterators over `T` objects laid out contiguously: a range of them is copied with one memcpy.
+template <typename It, typename T>
+concept ContiguousIteratorOf =
+    std::contiguous_iterator<It> && std::is_same_v<std::remove_cv_t<std::iter_value_t<It>>, T>;
+
+}  // namespace detail
+
 /**
  * @brief A `std::vector<T>` replacement with lazy host/device residency.
+ *
+ * The whole C++20 `std::vector` interface, with its exception guarantees and complexity; iterators
+ * are plain pointers into the host copy. What each operation copies between host and device is
+ * listed in docs/vector.md. In short: appends (`push_back`, `emplace_back`, `resize` growth,
+ * `insert` at `cend()`) keep a valid device copy valid for the old elements, so the next device
+ * access copies only the new tail; `pop_back`, `clear`, `resize` down and `erase` at the end copy
+ * nothing and keep the device copy of what remains; `insert` and `erase` elsewhere make the host
+ * copy whole (one copy at most) and the device copy stale.
+ *
  * @tparam T a trivially copyable element type.
  */
 template <typename T>
@@ -55,71 +102,109 @@ class SmartArray {
   static_assert(!std::is_const_v<T> && !std::is_volatile_v<T>, "SmartArray<T> needs a plain T");
 
  public:
-  using value_type = T;
-  using size_type = std::size_t;
-  using difference_type = std::ptrdiff_t;
-  using reference = T&;
-  using const_reference = const T&;
-  using pointer = T*;
-  using const_pointer = const T*;
-  using iterator = T*;
-  using const_iterator = const T*;
-  using reverse_iterator = std::reverse_iterator<iterator>;
-  using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+  using value_type = T;                       ///< the element type
+  using size_type = std::size_t;              ///< sizes and indices
+  using difference_type = std::ptrdiff_t;     ///< iterator differences
+  using reference = T&;                       ///< an element of the host copy
+  using const_reference = const T&;           ///< an element of the host copy, for reading
+  using pointer = T*;                         ///< a pointer into the host copy
+  using const_pointer = const T*;             ///< a pointer into the host copy, for reading
+  using iterator = T*;                        ///< a plain pointer into the host copy
+  using const_iterator = const T*;            ///< a plain pointer into the host copy, for reading
+  using reverse_iterator = std::reverse_iterator<iterator>;              ///< backwards
+  using const_reverse_iterator = std::reverse_iterator<const_iterator>;  ///< backwards, reading
 
   // --- construction ---------------------------------------------------------------------------
 
   /// @brief An empty array.
   SmartArray() : core_(nullptr, nullptr) {}
   /// @brief An empty array with the given resources.
+  /// @param options the host and device resources.
   explicit SmartArray(const ArrayOptions& options)
       : core_(options.host_resource, options.device_resource) {}
   /**
    * @brief `n` value-initialized elements, valid on the host.
-   * @throws std::length_error when `n * sizeof(T)` overflows or exceeds max_size().
+   * @param n the number of elements.
+   * @param options the host and device resources.
+   * @throws std::length_error when `n` exceeds max_size().
    */
   explicit SmartArray(size_type n, const ArrayOptions& options = {}) : SmartArray(options) {
-    std::fill_n(grow_to(n), n, T{});
+    std::fill_n(grow_exact(n), n, T{});
   }
-  /// @brief `n` copies of `value`, valid on the host.
+  /**
+   * @brief `n` copies of `value`, valid on the host.
+   * @param n the number of elements.
+   * @param value the value of each element.
+   * @param options the host and device resources.
+   * @throws std::length_error when `n` exceeds max_size().
+   */
   SmartArray(size_type n, const T& value, const ArrayOptions& options = {}) : SmartArray(options) {
-    std::fill_n(grow_to(n), n, value);
+    std::fill_n(grow_exact(n), n, value);
   }
-  /// @brief The elements of `values`, valid on the host.
-  SmartArray(std::initializer_list<T> values, const ArrayOptions& options = {})
-      : SmartArray(std::span<const T>(values.begin(), values.size()), options) {}
-  /// @brief The elements of [first, last), valid on the host.
+  /**
+   * @brief The elements of [first, last), valid on the host. Forward ranges allocate once; input
+   *        ranges grow as `push_back` does.
+   * @param first the first element.
+   * @param last the end of the range.
+   * @param options the host and device resources.
+   * @throws std::length_error when the range is longer than max_size().
+   */
   template <std::input_iterator It>
   SmartArray(It first, It last, const ArrayOptions& options = {}) : SmartArray(options) {
     if constexpr (std::forward_iterator<It>) {
       const auto n = static_cast<size_type>(std::distance(first, last));
-      std::copy(first, last, grow_to(n));
+      std::copy(first, last, grow_exact(n));
     } else {
-      for (; first != last; ++first) push_back(*first);
+      for (; first != last; ++first) emplace_back(*first);
     }
   }
-  /// @brief A copy of `values`, valid on the host.
+  /**
+   * @brief The elements of `values`, valid on the host.
+   * @param values the elements.
+   * @param options the host and device resources.
+   */
+  SmartArray(std::initializer_list<T> values, const ArrayOptions& options = {})
+      : SmartArray(std::span<const T>(values.begin(), values.size()), options) {}
+  /**
+   * @brief A copy of `values`, valid on the host.
+   * @param values the elements.
+   * @param options the host and device resources.
+   */
   explicit SmartArray(std::span<const T> values, const ArrayOptions& options = {})
       : SmartArray(options) {
-    if (!values.empty()) std::memcpy(grow_to(values.size()), values.data(), values.size_bytes());
+    if (!values.empty()) {
+      std::memcpy(grow_exact(values.size()), values.data(), values.size_bytes());
+    }
   }
-  /// @brief A copy of `values`, valid on the host.
+  /**
+   * @brief A copy of `values`, valid on the host.
+   * @param values the elements.
+   * @param options the host and device resources.
+   */
   explicit SmartArray(const std::vector<T>& values, const ArrayOptions& options = {})
       : SmartArray(std::span<const T>(values), options) {}
 
-  /// @brief Deep copy of the valid side(s); the copy is independent of `other`.
+  /// @brief Deep copy of the valid side(s), with `other`'s resources; independent of `other`.
+  /// @param other the array to copy.
   SmartArray(const SmartArray& other) = default;
   /// @brief O(1); `other` is left empty.
+  /// @param other the array to take the contents of.
   SmartArray(SmartArray&& other) noexcept = default;
-  /// @brief Deep copy (strong guarantee: on failure `*this` is unchanged).
+  ~SmartArray() = default;
+
+  // --- assignment -----------------------------------------------------------------------------
+
+  /**
+   * @brief Deep copy of `other`'s valid side(s), with its resources (strong guarantee). A copy of
+   *        the device side counts on this array's counters.
+   * @param other the array to copy; self-assignment does nothing.
+   */
   SmartArray& operator=(const SmartArray& other) {
-    if (this != &other) {
-      SmartArray copy(other);
-      swap(copy);
-    }
+    core_.assign_copy(other.core_);
     return *this;
   }
   /// @brief O(1); `other` is left empty.
+  /// @param other the array to take the contents of.
   SmartArray& operator=(SmartArray&& other) noexcept {
     if (this != &other) {
       SmartArray taken(std::move(other));
@@ -127,90 +212,318 @@ class SmartArray {
     }
     return *this;
   }
+  /// @brief Replaces the contents with `values` (see assign).
+  /// @param values the new elements.
+  SmartArray& operator=(std::initializer_list<T> values) {
+    assign(values);
+    return *this;
+  }
+
+  /**
+   * @brief Replaces the contents with `n` copies of `value`, written on the host: nothing is
+   *        copied and the device copy becomes stale (strong guarantee).
+   * @param n the new size.
+   * @param value the value of each element; it may be an element of this array.
+   * @throws std::length_error when `n` exceeds max_size().
+   */
+  void assign(size_type n, const T& value) {
+    const T copy = value;
+    std::fill_n(overwrite_all(n), n, copy);
+  }
+  /**
+   * @brief Replaces the contents with [first, last) (see assign(n, value)). The range may lie in
+   *        this array.
+   * @param first the first element.
+   * @param last the end of the range.
+   * @throws std::length_error when the range is longer than max_size().
+   */
+  template <std::input_iterator It>
+  void assign(It first, It last) {
+    if constexpr (detail::ContiguousIteratorOf<It, T>) {
+      assign_span(std::span<const T>(std::to_address(first), static_cast<size_type>(last - first)));
+    } else {
+      const std::vector<T> staged(first, last);  // built before the array changes
+      assign_span(staged);
+    }
+  }
+  /// @brief Replaces the contents with `values` (see assign(n, value)).
+  /// @param values the new elements.
+  void assign(std::initializer_list<T> values) {
+    assign_span(std::span<const T>(values.begin(), values.size()));
+  }
+
   /// @brief Exchanges the contents and residency of two arrays (O(1)).
+  /// @param other the other array.
   void swap(SmartArray& other) noexcept { core_.swap(other.core_); }
-  ~SmartArray() = default;
 
   // --- capacity -------------------------------------------------------------------------------
 
+  /// @brief The number of elements.
   [[nodiscard]] size_type size() const noexcept { return core_.size() / sizeof(T); }
+  /// @brief True when there are no elements.
   [[nodiscard]] bool empty() const noexcept { return core_.size() == 0; }
+  /// @brief The number of elements the host storage holds without reallocating.
   [[nodiscard]] size_type capacity() const noexcept { return core_.capacity() / sizeof(T); }
+  /// @brief The largest possible size: `PTRDIFF_MAX` bytes, as for `std::vector`.
   [[nodiscard]] static constexpr size_type max_size() noexcept {
     return static_cast<size_type>(std::numeric_limits<difference_type>::max()) / sizeof(T);
   }
 
-  /// @brief Makes the capacity at least `n` (keeps only valid data when it reallocates).
-  /// @throws std::length_error when `n` exceeds max_size().
+  /**
+   * @brief Makes the capacity at least `n`. Reallocation moves only the valid host data and copies
+   *        nothing between host and device (strong guarantee).
+   * @param n the wanted capacity.
+   * @throws std::length_error when `n` exceeds max_size().
+   */
   void reserve(size_type n) { core_.reserve(checked_bytes(n, "reserve")); }
+  /// @brief Reduces the capacity to the size, moving only the valid host data (strong guarantee).
+  void shrink_to_fit() { core_.shrink_to_fit(); }
 
-  /// @brief Resizes to `n`; new elements are value-initialized on the host. Growth copies nothing;
-  ///        the next device access copies only the new tail.
+  // --- modifiers ------------------------------------------------------------------------------
+
+  /// @brief Removes every element. Copies nothing.
+  void clear() noexcept { core_.truncate(0); }
+
+  /**
+   * @brief Inserts `value` before `pos` (see insert(pos, count, value)).
+   * @param pos a position in this array.
+   * @param value the value; it may be an element of this array.
+   * @return the inserted element.
+   */
+  iterator insert(const_iterator pos, const T& value) {
+    return emplace_at(index_of(pos, "insert"), value);
+  }
+  /// @brief Inserts `value` before `pos` (see insert(pos, count, value)).
+  /// @param pos a position in this array.
+  /// @param value the value.
+  /// @return the inserted element.
+  iterator insert(const_iterator pos, T&& value) {
+    return emplace_at(index_of(pos, "insert"), std::move(value));
+  }
+  /**
+   * @brief Inserts `count` copies of `value` before `pos`.
+   *
+   * At `cend()` this is an append: a valid device copy stays valid for the old elements. Elsewhere
+   * the host copy is made whole (one copy of a stale part at most) and the device copy becomes
+   * stale. Strong guarantee.
+   *
+   * @param pos a position in this array.
+   * @param count the number of copies.
+   * @param value the value; it may be an element of this array.
+   * @return the first inserted element, or `pos` when `count` is 0.
+   * @throws std::length_error when the new size exceeds max_size().
+   * @throws logic_error in debug builds when `pos` is not a position in this array.
+   */
+  iterator insert(const_iterator pos, size_type count, const T& value) {
+    const size_type index = index_of(pos, "insert");
+    if (count == 0) return host_ptr() + index;
+    const T copy = value;
+    T* gap = open_gap(index, count, "insert");
+    std::fill_n(gap, count, copy);
+    return gap;
+  }
+  /**
+   * @brief Inserts [first, last) before `pos` (see insert(pos, count, value)). The range may lie
+   *        in this array. Ranges other than contiguous ones of `T` are staged first, so that the
+   *        array changes only once every element was read (strong guarantee).
+   * @param pos a position in this array.
+   * @param first the first element.
+   * @param last the end of the range.
+   * @return the first inserted element, or `pos` when the range is empty.
+   */
+  template <std::input_iterator It>
+  iterator insert(const_iterator pos, It first, It last) {
+    const size_type index = index_of(pos, "insert");
+    if constexpr (detail::ContiguousIteratorOf<It, T>) {
+      return insert_span(
+          index, std::span<const T>(std::to_address(first), static_cast<size_type>(last - first)));
+    } else {
+      const std::vector<T> staged(first, last);
+      return insert_span(index, staged);
+    }
+  }
+  /// @brief Inserts `values` before `pos` (see insert(pos, count, value)).
+  /// @param pos a position in this array.
+  /// @param values the elements.
+  /// @return the first inserted element, or `pos` when `values` is empty.
+  iterator insert(const_iterator pos, std::initializer_list<T> values) {
+    return insert_span(index_of(pos, "insert"),
+                       std::span<const T>(values.begin(), values.size()));
+  }
+  /**
+   * @brief Inserts `T(args...)` before `pos` (see insert(pos, count, value)).
+   * @param pos a position in this array.
+   * @param args the constructor arguments; they may refer to elements of this array.
+   * @return the inserted element.
+   */
+  template <typename... Args>
+  iterator emplace(const_iterator pos, Args&&... args) {
+    return emplace_at(index_of(pos, "emplace"), std::forward<Args>(args)...);
+  }
+
+  /// @brief Removes the element at `pos` (see erase(first, last)).
+  /// @param pos a position in this array before `end()`.
+  /// @return the element after the removed one.
+  iterator erase(const_iterator pos) { return erase(pos, pos + 1); }
+  /**
+   * @brief Removes [first, last).
+   *
+   * When `last` is `cend()` nothing is copied and the device copy stays valid for what remains.
+   * Elsewhere the host copy is made whole (one copy of a stale part at most) and the device copy
+   * becomes stale. If that copy fails, the array is unchanged.
+   *
+   * @param first the first element to remove.
+   * @param last the end of the elements to remove.
+   * @return the element after the removed ones.
+   * @throws logic_error in debug builds when the range is not one of this array.
+   */
+  iterator erase(const_iterator first, const_iterator last) {
+    const size_type begin = index_of(first, "erase");
+    const size_type end = index_of(last, "erase");
+#if SMARTARRAY_DEBUG_CHECKS
+    SMARTARRAY_EXPECTS(begin <= end, logic_error, "SmartArray::erase: the range [", begin, ", ",
+                       end, ") is reversed");
+#endif
+    if (begin == end) return host_ptr() + begin;
+    if (end == size()) {
+      core_.truncate(begin * sizeof(T));
+      return host_ptr() + begin;
+    }
+    std::byte* host = core_.erase_range(begin * sizeof(T), (end - begin) * sizeof(T),
+                                        std::source_location::current());
+    return reinterpret_cast<T*>(host) + begin;
+  }
+
+  /**
+   * @brief Appends `value` (see emplace_back).
+   * @param value the value; it may be an element of this array.
+   */
+  void push_back(const T& value) { emplace_back(value); }
+  /// @brief Appends `value` (see emplace_back).
+  /// @param value the value.
+  void push_back(T&& value) { emplace_back(std::move(value)); }
+  /**
+   * @brief Appends `T(args...)` on the host; amortized O(1).
+   *
+   * A valid device copy stays valid for the old elements: the next device access copies only the
+   * new tail (when the capacity allowed the append in place; growth moves only valid data).
+   * Strong guarantee.
+   *
+   * @param args the constructor arguments; they may refer to elements of this array.
+   * @return the new element.
+   * @throws std::length_error when the array already holds max_size() elements.
+   */
+  template <typename... Args>
+  reference emplace_back(Args&&... args) {
+    const T value = make_value(std::forward<Args>(args)...);
+    const size_type old_bytes = core_.size();
+    std::byte* slot =
+        core_.append_in_place(sizeof(T)) ? core_.host_data() + old_bytes : append_one();
+    std::memcpy(slot, &value, sizeof(T));
+    return *reinterpret_cast<T*>(slot);
+  }
+  /// @brief Removes the last element. Copies nothing; the device copy stays valid for the rest.
+  /// @throws logic_error in debug builds when the array is empty.
+  void pop_back() {
+#if SMARTARRAY_DEBUG_CHECKS
+    SMARTARRAY_EXPECTS(!empty(), logic_error, "SmartArray::pop_back on an empty array");
+#endif
+    core_.truncate(core_.size() - sizeof(T));
+  }
+  /**
+   * @brief Resizes to `n`; new elements are value-initialized on the host (see resize(n, value)).
+   * @param n the new size.
+   */
   void resize(size_type n) { resize(n, T{}); }
-  /// @brief Resizes to `n`; new elements are copies of `value`.
+  /**
+   * @brief Resizes to `n`. Shrinking copies nothing and keeps what each side held of the rest.
+   *        Growth writes the new elements on the host; a valid device copy stays valid for the
+   *        old ones. Strong guarantee.
+   * @param n the new size.
+   * @param value the value of new elements; it may be an element of this array.
+   * @throws std::length_error when `n` exceeds max_size().
+   */
   void resize(size_type n, const T& value) {
     const size_type old = size();
     if (n <= old) {
       core_.truncate(n * sizeof(T));
       return;
     }
-    const T copy = value;  // `value` may live in this array's storage
-    std::fill(grow_to(n) + old, host_ptr() + n, copy);
+    const T copy = value;
+    T* host = grow_to(n, "resize");  // may reallocate: take the pointer it returns
+    std::fill(host + old, host + n, copy);
   }
-  /// @brief Appends `value` on the host; a valid device copy stays valid for the old elements.
-  void push_back(const T& value) {
-    const T copy = value;  // `value` may live in this array's storage
-    const size_type old = size();
-    grow_to(old + 1)[old] = copy;
-  }
-  /// @brief Removes every element. Copies nothing.
-  void clear() noexcept { core_.truncate(0); }
 
   // --- host access ----------------------------------------------------------------------------
 
   /// @brief Element `i` for writing: the device copy becomes stale. One branch when host-exclusive.
+  /// @param i an index below size() (unchecked).
   [[nodiscard]] reference operator[](size_type i) {
     if (!core_.host_writable()) [[unlikely]] acquire_host_slow(Access::read_write);
     return host_ptr()[i];
   }
   /// @brief Element `i` for reading: the device copy stays valid.
+  /// @param i an index below size() (unchecked).
   [[nodiscard]] const_reference operator[](size_type i) const {
     if (!core_.host_readable()) [[unlikely]] acquire_host_slow(Access::read);
     return host_ptr()[i];
   }
-  /// @brief Checked element access.
-  /// @throws std::out_of_range naming the index and the size.
+  /**
+   * @brief Checked element access for writing.
+   * @param i the index.
+   * @throws std::out_of_range naming the index and the size.
+   */
   [[nodiscard]] reference at(size_type i) {
     check_index(i);
     return (*this)[i];
   }
-  /// @brief Checked element access.
+  /**
+   * @brief Checked element access for reading.
+   * @param i the index.
+   * @throws std::out_of_range naming the index and the size.
+   */
   [[nodiscard]] const_reference at(size_type i) const {
     check_index(i);
     return (*this)[i];
   }
+  /// @brief The first element, for writing. The array must not be empty.
   [[nodiscard]] reference front() { return (*this)[0]; }
+  /// @brief The first element, for reading. The array must not be empty.
   [[nodiscard]] const_reference front() const { return (*this)[0]; }
+  /// @brief The last element, for writing. The array must not be empty.
   [[nodiscard]] reference back() { return (*this)[size() - 1]; }
+  /// @brief The last element, for reading. The array must not be empty.
   [[nodiscard]] const_reference back() const { return (*this)[size() - 1]; }
 
-  /// @brief The host data for writing (device copy becomes stale).
+  /// @brief The host data for writing (the device copy becomes stale).
   [[nodiscard]] pointer data() { return host_view().data(); }
   /// @brief The host data for reading.
   [[nodiscard]] const_pointer data() const { return host_view().data(); }
 
-  /// @brief Host iterators are plain pointers. Non-const begin() marks the host changed once.
+  /// @brief Host iterators are plain pointers. A non-const begin() or end() marks the host changed
+  ///        once (one branch when it already is); iterating then costs what a pointer costs.
   [[nodiscard]] iterator begin() { return data(); }
+  /// @brief The end of the host data for writing (see begin()).
   [[nodiscard]] iterator end() { return data() + size(); }
+  /// @brief The host data for reading: never marks the host changed.
   [[nodiscard]] const_iterator begin() const { return data(); }
+  /// @brief The end of the host data for reading.
   [[nodiscard]] const_iterator end() const { return data() + size(); }
+  /// @brief The host data for reading.
   [[nodiscard]] const_iterator cbegin() const { return data(); }
+  /// @brief The end of the host data for reading; `insert(cend(), ...)` appends.
   [[nodiscard]] const_iterator cend() const { return data() + size(); }
+  /// @brief Reverse iteration for writing (see begin()).
   [[nodiscard]] reverse_iterator rbegin() { return reverse_iterator(end()); }
+  /// @brief The end of reverse iteration for writing.
   [[nodiscard]] reverse_iterator rend() { return reverse_iterator(begin()); }
+  /// @brief Reverse iteration for reading.
   [[nodiscard]] const_reverse_iterator rbegin() const { return const_reverse_iterator(end()); }
+  /// @brief The end of reverse iteration for reading.
   [[nodiscard]] const_reverse_iterator rend() const { return const_reverse_iterator(begin()); }
+  /// @brief Reverse iteration for reading.
   [[nodiscard]] const_reverse_iterator crbegin() const { return rbegin(); }
+  /// @brief The end of reverse iteration for reading.
   [[nodiscard]] const_reverse_iterator crend() const { return rend(); }
 
   /**
@@ -298,24 +611,189 @@ class SmartArray {
     SMARTARRAY_EXPECTS(i < size(), std::out_of_range, "SmartArray::at(", i,
                        "): index out of range for size ", size());
   }
+  /// The bytes of `n` elements. Small enough to inline, so that the compiler knows `n` is bounded
+  /// on the path that follows.
   static size_type checked_bytes(size_type n, const char* what) {
-    SMARTARRAY_EXPECTS(n <= max_size(), std::length_error, "SmartArray::", what, "(", n,
-                       "): ", n, " elements of ", sizeof(T), " bytes exceed max_size() ",
-                       max_size());
+    if (n > max_size()) [[unlikely]] throw_too_long(n, what);
     return n * sizeof(T);
   }
-  /// Grows to `n` elements (new tail valid on the host only) and returns the host data.
-  T* grow_to(size_type n) {
-    return reinterpret_cast<T*>(core_.append(checked_bytes(n, "grow")));
+  [[noreturn]] static void throw_too_long(size_type n, const char* what) {
+    throw std::length_error(detail::concat("SmartArray::", what, "(", n, "): ", n,
+                                           " elements of ", sizeof(T),
+                                           " bytes exceed max_size() ", max_size()));
+  }
+  /// Grows to `n` elements (the new tail is valid on the host only) and returns the host data.
+  T* grow_to(size_type n, const char* what) {
+    return reinterpret_cast<T*>(core_.append(checked_bytes(n, what)));
+  }
+  /// The slot of one more element when the lock-free path cannot add it.
+  std::byte* append_one() {
+    const size_type old = size();
+    return reinterpret_cast<std::byte*>(grow_to(old + 1, "push_back") + old);
+  }
+  /// A new array's first `n` elements, with a capacity of exactly `n`, as std::vector's.
+  T* grow_exact(size_type n) {
+    const size_type bytes = checked_bytes(n, "SmartArray");
+    core_.reserve(bytes);
+    return reinterpret_cast<T*>(core_.append(bytes));
+  }
+  /// Makes room for `count` elements at `index` and returns the first. At the end this is an
+  /// append; elsewhere the core makes the host copy whole and moves the tail.
+  T* open_gap(size_type index, size_type count, const char* what) {
+    const size_type old = size();
+    if (count > max_size() - old) [[unlikely]] throw_too_long(count, what);
+    if (index == old) return grow_to(old + count, what) + index;
+    std::byte* host =
+        core_.insert_gap(index * sizeof(T), count * sizeof(T), std::source_location::current());
+    return reinterpret_cast<T*>(host) + index;
+  }
+  /// Inserts `T(args...)` at `index`; the value is built before the array changes.
+  template <typename... Args>
+  T* emplace_at(size_type index, Args&&... args) {
+    const T value = make_value(std::forward<Args>(args)...);
+    T* slot = open_gap(index, 1, "insert");
+    std::memcpy(static_cast<void*>(slot), &value, sizeof(T));
+    return slot;
+  }
+  /// Overwrites every element on the host after resizing to `n`; nothing is copied.
+  T* overwrite_all(size_type n) {
+    return reinterpret_cast<T*>(core_.assign_discard(checked_bytes(n, "assign")));
+  }
+  /// True when `values` lies in this array's host storage (which a reallocation would free).
+  [[nodiscard]] bool in_storage(std::span<const T> values) const noexcept {
+    const auto address = reinterpret_cast<std::uintptr_t>(values.data());
+    const auto base = reinterpret_cast<std::uintptr_t>(core_.host_data());
+    return !values.empty() && base != 0 && address >= base && address - base < core_.capacity();
+  }
+  iterator insert_span(size_type index, std::span<const T> values) {
+    if (values.empty()) return host_ptr() + index;
+    if (in_storage(values)) {
+      const std::vector<T> staged(values.begin(), values.end());
+      return insert_span(index, staged);
+    }
+    T* gap = open_gap(index, values.size(), "insert");
+    std::memcpy(static_cast<void*>(gap), values.data(), values.size_bytes());
+    return gap;
+  }
+  void assign_span(std::span<const T> values) {
+    if (in_storage(values)) {
+      const std::vector<T> staged(values.begin(), values.end());
+      assign_span(staged);
+      return;
+    }
+    T* host = overwrite_all(values.size());
+    if (!values.empty()) std::memcpy(static_cast<void*>(host), values.data(), values.size_bytes());
+  }
+  /// The element index of `pos`. Debug builds check that it is a position in this array.
+  size_type index_of(const_iterator pos, const char* what) const {
+    const auto address = reinterpret_cast<std::uintptr_t>(pos);
+    const auto base = reinterpret_cast<std::uintptr_t>(core_.host_data());
+#if SMARTARRAY_DEBUG_CHECKS
+    SMARTARRAY_EXPECTS(address >= base && address - base <= core_.size() &&
+                           (address - base) % sizeof(T) == 0,
+                       logic_error, "SmartArray::", what, ": the iterator ",
+                       static_cast<const void*>(pos), " is not a position in this array (data ",
+                       static_cast<const void*>(host_ptr()), ", ", size(), " elements)");
+#else
+    (void)what;
+#endif
+    return (address - base) / sizeof(T);
+  }
+  /// `T(args...)`, or `T{args...}` for aggregates that take no parenthesized initializer.
+  template <typename... Args>
+  static T make_value(Args&&... args) {
+    if constexpr (std::is_constructible_v<T, Args&&...>) {
+      return T(std::forward<Args>(args)...);
+    } else {
+      return T{std::forward<Args>(args)...};
+    }
   }
 
   mutable detail::ArrayCore core_;
 };
 
+/// @brief Deduces the element type from an iterator range.
+template <std::input_iterator It>
+SmartArray(It, It) -> SmartArray<std::iter_value_t<It>>;
+/// @brief Deduces the element type from an iterator range.
+template <std::input_iterator It>
+SmartArray(It, It, const ArrayOptions&) -> SmartArray<std::iter_value_t<It>>;
+
 /// @brief Swaps two arrays (O(1)).
+/// @param a one array.
+/// @param b the other array.
 template <typename T>
 void swap(SmartArray<T>& a, SmartArray<T>& b) noexcept {
   a.swap(b);
+}
+
+/**
+ * @brief Element-wise equality. Arrays of different sizes compare unequal without any copy;
+ *        otherwise both host copies are read (a stale one is refreshed, the device stays valid).
+ * @param a one array.
+ * @param b the other array.
+ */
+template <typename T>
+[[nodiscard]] bool operator==(const SmartArray<T>& a, const SmartArray<T>& b) {
+  if (a.size() != b.size()) return false;
+  const std::span<const T> x = a.host_view();
+  const std::span<const T> y = b.host_view();
+  return std::equal(x.begin(), x.end(), y.begin(), y.end());
+}
+
+/**
+ * @brief Lexicographic comparison, as for `std::vector` (`<=>` of the elements, else `<`). Reads
+ *        both host copies. `<`, `<=`, `>` and `>=` are rewritten from it.
+ * @param a one array.
+ * @param b the other array.
+ */
+template <typename T>
+[[nodiscard]] detail::SynthThreeWayResult<T> operator<=>(const SmartArray<T>& a,
+                                                         const SmartArray<T>& b) {
+  const std::span<const T> x = a.host_view();
+  const std::span<const T> y = b.host_view();
+  return std::lexicographical_compare_three_way(x.begin(), x.end(), y.begin(), y.end(),
+                                                detail::SynthThreeWay{});
+}
+
+/**
+ * @brief `std::erase_if` for SmartArray, found by argument-dependent lookup: write
+ *        `erase_if(a, pred)` unqualified (the standard library may not be overloaded in `std`).
+ *
+ * Scans the host copy for reading first: when nothing matches, nothing is marked and the device
+ * copy stays valid. Otherwise the host copy is compacted (the device copy becomes stale).
+ * `pred` is called once per element.
+ *
+ * @param array the array.
+ * @param pred the predicate; elements for which it returns true are removed.
+ * @return the number of removed elements.
+ */
+template <typename T, typename Pred>
+typename SmartArray<T>::size_type erase_if(SmartArray<T>& array, Pred pred) {
+  const std::span<const T> scan = std::as_const(array).host_view();
+  const auto match = std::find_if(scan.begin(), scan.end(), std::ref(pred));
+  if (match == scan.end()) return 0;
+  const std::span<T> host = array.host_view(Access::read_write);
+  T* const first = host.data() + (match - scan.begin());
+  T* const last = host.data() + host.size();
+  T* kept = first;
+  for (T* it = first + 1; it != last; ++it) {
+    if (!pred(std::as_const(*it))) *kept++ = *it;
+  }
+  const auto removed = static_cast<typename SmartArray<T>::size_type>(last - kept);
+  array.erase(array.cbegin() + (kept - host.data()), array.cend());
+  return removed;
+}
+
+/**
+ * @brief `std::erase` for SmartArray, found by argument-dependent lookup (see erase_if).
+ * @param array the array.
+ * @param value elements equal to it are removed.
+ * @return the number of removed elements.
+ */
+template <typename T, typename U = T>
+typename SmartArray<T>::size_type erase(SmartArray<T>& array, const U& value) {
+  return erase_if(array, [&value](const T& element) -> bool { return element == value; });
 }
 
 }  // namespace smartarray

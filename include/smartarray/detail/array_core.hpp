@@ -13,6 +13,13 @@
  *   since; their events are recorded lazily, only when another stream or the host must wait;
  * - the copies still reading the host buffer (host-to-device), with eagerly recorded events, which
  *   host writers wait for.
+ *
+ * Appends and truncations that leave validity as it is (the common `push_back`/`pop_back`) take a
+ * lock-free path: they change only `size_`, inside a window [fast_floor_, fast_limit_] that the
+ * locked operations of the owning thread recompute. Appends up to fast_limit_ write no byte that a
+ * pending upload reads, and truncations down to fast_floor_ clamp neither side's valid range; both
+ * keep `size_` inside the window. Eviction, which runs on other threads, never reads `size_` nor
+ * writes the window, so it cannot race with that path.
  */
 #pragma once
 
@@ -78,10 +85,46 @@ class ArrayCore {
   void reserve(std::size_t bytes);
   /// Grows the size to `new_size` bytes, reallocating geometrically if needed, and returns the host
   /// buffer. The new tail [old size, new size) is valid on the host only, and the caller must
-  /// write it. No copy is made.
-  std::byte* append(std::size_t new_size);
+  /// write it. No copy is made. Lock-free when it fits the capacity and no copy reads the tail.
+  std::byte* append(std::size_t new_size) {
+    if (new_size <= fast_limit_) [[likely]] {
+      size_ = new_size;
+      return host_;
+    }
+    return append_locked(new_size);
+  }
+  /// Grows the size by `bytes` when the lock-free path allows it; false when append() must run
+  /// instead. One compare, as std::vector's push_back.
+  [[nodiscard]] bool append_in_place(std::size_t bytes) noexcept {
+    const std::size_t new_size = size_ + bytes;
+    if (new_size > fast_limit_) [[unlikely]] return false;
+    size_ = new_size;
+    return true;
+  }
   /// Shrinks the size to `new_size` bytes. Both sides keep what they held of the new range.
-  void truncate(std::size_t new_size) noexcept;
+  /// Lock-free when neither side's valid range must be clamped.
+  void truncate(std::size_t new_size) noexcept {
+    if (new_size >= size_) return;
+    if (new_size >= fast_floor_) [[likely]] {
+      size_ = new_size;
+      return;
+    }
+    truncate_locked(new_size);
+  }
+  /// Opens a gap of `bytes` at `pos` (< size) and returns the host buffer; the caller writes the
+  /// gap. The host copy is made whole first (one copy of a stale prefix) and the device copy
+  /// becomes stale. Reallocates geometrically when needed, moving each element once.
+  std::byte* insert_gap(std::size_t pos, std::size_t bytes, const std::source_location& where);
+  /// Removes [pos, pos + bytes), which ends before the size, and returns the host buffer. The host
+  /// copy is made whole first (one copy of a stale prefix) and the device copy becomes stale.
+  std::byte* erase_range(std::size_t pos, std::size_t bytes, const std::source_location& where);
+  /// Sets the size to `new_size` bytes for a host overwrite of every element and returns the host
+  /// buffer: nothing is copied and the device copy becomes stale. Growth allocates exactly
+  /// `new_size` bytes and moves nothing.
+  std::byte* assign_discard(std::size_t new_size);
+  /// Replaces the contents with a deep copy of `other`'s valid data (strong guarantee). The copy's
+  /// transfers count on this array.
+  void assign_copy(const ArrayCore& other);
   /// Reallocates the host copy to exactly `size()` bytes (keeping valid data).
   void shrink_to_fit();
 
@@ -109,16 +152,30 @@ class ArrayCore {
     PooledEvent event;
   };
 
+  /// Publishes validity to the atomic fast-path flags (any thread, eviction included).
   void refresh_flags() noexcept;
+  /// Drops streams destroyed through `Stream` from the pending work (their work is complete).
+  void forget_retired_streams();
+  /// refresh_flags() plus the lock-free resize window (the owner's operations only).
+  void refresh_state() noexcept;
   void touch() noexcept;
+  std::byte* append_locked(std::size_t new_size);
+  void truncate_locked(std::size_t new_size) noexcept;
   std::byte* allocate_host(std::size_t bytes, bool& pageable);
+  /// Frees the current host buffer, ordered after the copies that still read it.
   void free_host(std::byte* ptr, std::size_t bytes, bool pageable) noexcept;
+  /// Frees a host buffer that no copy has used.
+  void free_unused_host(std::byte* ptr, std::size_t bytes, bool pageable) noexcept;
   void reallocate_host(std::size_t new_capacity);
-  void ensure_device_capacity(StreamRef stream);
+  /// Gives the device buffer room for `size_`, moving its first `keep` bytes when it reallocates.
+  void ensure_device_capacity(StreamRef stream, std::size_t keep);
   void copy_to_device(std::size_t begin, std::size_t end, StreamRef stream, const char* reason,
                       const std::source_location& where);
-  void copy_to_host(std::size_t begin, std::size_t end, StreamRef stream, const char* reason,
-                    const std::source_location& where);
+  /// Copies device bytes [begin, end) to `dst + begin` (the host buffer, or its replacement).
+  void copy_to_host(std::byte* dst, std::size_t begin, std::size_t end, StreamRef stream,
+                    const char* reason, const std::source_location& where);
+  /// Copies the stale host prefix from the device on the last writer's stream.
+  void fetch_stale_prefix(std::byte* dst, const char* reason, const std::source_location& where);
   void wait_host_readers_locked();
   /// Makes `stream` wait for every other stream that used the device buffer.
   void join_device_users(StreamRef stream);
@@ -131,6 +188,9 @@ class ArrayCore {
 
   MemoryResource* host_resource_;
   MemoryResource* device_resource_;
+  /// Only the default pinned resource falls back to pageable memory: a resource the user chose is
+  /// never silently replaced, and its failures propagate.
+  bool host_fallback_;
   std::byte* host_ = nullptr;
   bool host_pageable_ = false;
   std::byte* device_ = nullptr;
@@ -141,7 +201,13 @@ class ArrayCore {
   std::size_t device_valid_end_ = 0;
   std::optional<StreamRef> device_writer_;
   std::vector<StreamRef> device_users_;
+  std::uint64_t retired_generation_seen_ = 0;
   std::vector<PendingCopy> host_readers_;
+  /// End of the host bytes that pending host-to-device copies read (0 when none is pending).
+  std::size_t host_read_end_ = 0;
+  /// The lock-free resize window: sizes in [fast_floor_, fast_limit_] change nothing but size_.
+  std::size_t fast_floor_ = 0;
+  std::size_t fast_limit_ = 0;
   std::atomic<bool> host_readable_{true};
   std::atomic<bool> host_writable_{true};
   std::atomic<std::uint64_t> last_use_{0};

@@ -1,0 +1,781 @@
+// Differential test of SmartArray<T> against std::vector<T>: random sequences drawn from every
+// member of the vector interface, mixed with device kernels that read, write or overwrite the
+// arrays through device views on several streams. After each step the contents, the size and the
+// iterator results equal those of a std::vector model, and each array's transfer counters equal the
+// minimum that the residency contract (docs/vector.md) allows for that step, computed from a model
+// of the residency: the host copy is valid on a suffix [host_begin, n), the device copy on a prefix
+// [0, device_end).
+//
+// Fixed seed by default; SMARTARRAY_DIFF_SEQUENCES and SMARTARRAY_DIFF_SEED override it (the GPU
+// script runs a longer one). A failure prints the seed, the sequence and the operations so far.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <compare>
+#include <cstdint>
+#include <cstdlib>
+#include <iterator>
+#include <list>
+#include <random>
+#include <smartarray/smartarray.hpp>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/device_ops.cuh"
+#include "support/test_support.hpp"
+
+namespace sa = smartarray;
+using sa::Access;
+using sa::SmartArray;
+
+namespace differential {
+
+// Unsigned: the device's x * 2 + 1 wraps exactly as the model's does.
+using T = std::uint32_t;
+
+// In a named namespace: nvcc flags unreferenced members of classes with internal linkage, and
+// ranges need the postfix increment of a legacy input iterator even where it is not called.
+/// A single-pass iterator over a vector: ranges of it take the input-iterator paths.
+class InputIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = T;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const T*;
+  using reference = const T&;
+
+  InputIterator() = default;
+  explicit InputIterator(const T* at) : at_(at) {}
+  reference operator*() const { return *at_; }
+  InputIterator& operator++() {
+    ++at_;
+    return *this;
+  }
+  InputIterator operator++(int) {
+    InputIterator before = *this;
+    ++at_;
+    return before;
+  }
+  friend bool operator==(const InputIterator&, const InputIterator&) = default;
+
+ private:
+  const T* at_ = nullptr;
+};
+
+}  // namespace differential
+
+static_assert(std::input_iterator<differential::InputIterator> &&
+              !std::forward_iterator<differential::InputIterator>);
+
+namespace {
+
+using differential::InputIterator;
+using differential::T;
+
+constexpr std::uint64_t default_seed = 20240611;
+constexpr std::size_t default_sequences = 4000;
+constexpr std::size_t steps_per_sequence = 32;
+constexpr T poison = 0xA5A5A5A5U;
+
+std::uint64_t env_or(const char* name, std::uint64_t fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::strtoull(value, nullptr, 10) : fallback;
+}
+
+/// One array under test with its models: the values, the residency and this step's transfers.
+struct Slot {
+  const char* name = "";
+  SmartArray<T> array{};
+  std::vector<T> model{};
+  std::size_t host_begin = 0;       // the host copy is valid on [host_begin, size)
+  std::size_t device_end = 0;       // the device copy is valid on [0, device_end)
+  std::size_t device_capacity = 0;  // elements of the device buffer (0: none)
+  sa::TransferStats expected{};     // transfers this step may make, from the models
+  sa::TransferStats before{};       // the counters when the step began
+};
+
+class Differential {
+ public:
+  Differential(std::uint64_t seed, std::size_t sequence, const std::array<sa::Stream, 2>& streams)
+      : seed_(seed), sequence_(sequence), rng_(seed * 1'000'003 + sequence), streams_(streams) {}
+
+  /// Runs one sequence; returns an empty string, or what went wrong and the operations so far.
+  std::string run() {
+    for (Slot* slot : {&slots_[0], &slots_[1]}) start(*slot);
+    for (std::size_t step = 0; step < steps_per_sequence; ++step) {
+      for (Slot& slot : slots_) {
+        slot.expected = {};
+        slot.before = slot.array.transfer_stats();
+      }
+      const bool on_a = pick(4) != 0;
+      Slot& x = on_a ? slots_[0] : slots_[1];
+      Slot& y = on_a ? slots_[1] : slots_[0];
+      operate(x, y);
+      for (Slot& slot : slots_) check(slot);
+      if (!failure_.empty()) break;
+    }
+    if (failure_.empty()) return {};
+    std::ostringstream out;
+    out << failure_ << "\n  seed " << seed_ << ", sequence " << sequence_
+        << " (SMARTARRAY_DIFF_SEED=" << seed_ << "); operations:\n";
+    for (const std::string& line : log_) out << "    " << line << "\n";
+    return out.str();
+  }
+
+ private:
+  // --- random choices ---------------------------------------------------------------------------
+
+  std::size_t pick(std::size_t bound) {  // in [0, bound)
+    return std::uniform_int_distribution<std::size_t>(0, bound - 1)(rng_);
+  }
+  std::size_t pick_between(std::size_t low, std::size_t high) {  // in [low, high]
+    return std::uniform_int_distribution<std::size_t>(low, high)(rng_);
+  }
+  T value() { return std::uniform_int_distribution<T>(1, 0xFFFFFFFFU)(rng_); }
+  std::vector<T> values(std::size_t count) {
+    std::vector<T> out(count);
+    for (T& v : out) v = value();
+    return out;
+  }
+  sa::StreamRef stream() {
+    const std::size_t which = pick(3);
+    return which == 0 ? sa::StreamRef{} : streams_[which - 1].ref();
+  }
+
+  void start(Slot& slot) {
+    slot.model = values(pick(4) == 0 ? pick_between(100, 400) : pick(40));
+    slot.array = SmartArray<T>(slot.model);
+    slot.host_begin = slot.device_end = slot.device_capacity = 0;
+    if (pick(2) == 0) slot.array.reserve(slot.model.size() + pick(20));
+  }
+
+  void note(const Slot& x, const std::string& what) {
+    log_.push_back(std::string(x.name) + what + "   [n " + std::to_string(x.model.size()) + "]");
+  }
+  void fail(const Slot& slot, const std::string& what) {
+    if (failure_.empty()) failure_ = std::string(slot.name) + ": " + what;
+  }
+
+  // --- the residency model ----------------------------------------------------------------------
+
+  /// A host read: a stale prefix comes back in one copy.
+  static void read_host(Slot& s) {
+    if (s.host_begin > 0) {
+      s.expected.d2h_count += 1;
+      s.expected.d2h_bytes += s.host_begin * sizeof(T);
+    }
+    s.host_begin = 0;
+  }
+  /// A host write (read_write): as a read, then the device copy is stale.
+  static void write_host(Slot& s) {
+    read_host(s);
+    s.device_end = 0;
+  }
+  /// A host overwrite of every element (discard): nothing is copied.
+  static void overwrite_host(Slot& s) { s.host_begin = s.device_end = 0; }
+  /// A device acquire of the whole array.
+  static void acquire_device(Slot& s, Access access) {
+    const std::size_t n = s.model.size();
+    if (n == 0) return;
+    if (s.device_capacity < n) {
+      // The device buffer follows the host capacity; reallocation moves the valid prefix unless
+      // the access overwrites everything.
+      if (s.device_capacity > 0 && access != Access::discard && s.device_end > 0) {
+        s.expected.d2d_count += 1;
+        s.expected.d2d_bytes += s.device_end * sizeof(T);
+      }
+      s.device_capacity = std::max(s.array.capacity(), n);
+    }
+    if (access != Access::discard && s.device_end < n) {
+      s.expected.h2d_count += 1;
+      s.expected.h2d_bytes += (n - s.device_end) * sizeof(T);
+    }
+    s.device_end = n;
+    if (access != Access::read) s.host_begin = n;
+  }
+  /// The model of a truncation to `m` elements: each side keeps what it held.
+  static void truncate(Slot& s, std::size_t m) {
+    s.model.resize(m);
+    s.host_begin = std::min(s.host_begin, m);
+    s.device_end = std::min(s.device_end, m);
+  }
+  /// The model of an insert of `inserted` at `index` (after the position was acquired).
+  static void insert_model(Slot& s, std::size_t index, const std::vector<T>& inserted) {
+    if (index < s.model.size() && !inserted.empty()) {
+      read_host(s);  // the host copy is made whole once, and the device copy becomes stale
+      s.device_end = 0;
+    }
+    s.model.insert(s.model.begin() + static_cast<std::ptrdiff_t>(index), inserted.begin(),
+                   inserted.end());
+  }
+  /// The model of an erase of [first, last).
+  static void erase_model(Slot& s, std::size_t first, std::size_t last) {
+    if (first == last) return;
+    if (last == s.model.size()) {
+      truncate(s, first);
+      return;
+    }
+    read_host(s);
+    s.device_end = 0;
+    s.model.erase(s.model.begin() + static_cast<std::ptrdiff_t>(first),
+                  s.model.begin() + static_cast<std::ptrdiff_t>(last));
+  }
+
+  // --- checks -----------------------------------------------------------------------------------
+
+  /// An iterator returned by insert or erase points at `index` and holds the model's value there.
+  void check_iterator(Slot& s, const T* it, std::size_t index) {
+    if (index < s.model.size() && *it != s.model[index]) {
+      fail(s, "the returned iterator's value differs from the model's at " + std::to_string(index));
+    }
+    // Where the host copy is whole, its address can be taken without a transfer.
+    if (s.host_begin == 0 && it != std::as_const(s.array).data() + index) {
+      fail(s, "the returned iterator is not at index " + std::to_string(index));
+    }
+  }
+
+  void check(Slot& s) {
+    const std::size_t n = s.model.size();
+    const sa::TransferStats got = s.array.transfer_stats() - s.before;
+    const sa::TransferStats& want = s.expected;
+    if (got.h2d_count != want.h2d_count || got.h2d_bytes != want.h2d_bytes ||
+        got.d2h_count != want.d2h_count || got.d2h_bytes != want.d2h_bytes ||
+        got.d2d_count != want.d2d_count || got.d2d_bytes != want.d2d_bytes) {
+      fail(s, "transfers " + got.to_string() + ", the contract allows " + want.to_string());
+    }
+    if (s.array.size() != n || s.array.empty() != (n == 0) || s.array.capacity() < n) {
+      fail(s, "size " + std::to_string(s.array.size()) + ", capacity " +
+                  std::to_string(s.array.capacity()) + ", model size " + std::to_string(n));
+    }
+    if (s.array.is_valid(sa::Side::host) != (s.host_begin == 0) ||
+        s.array.is_valid(sa::Side::device) != (s.device_end == n)) {
+      fail(s, "validity host " + std::to_string(s.array.is_valid(sa::Side::host)) + " device " +
+                  std::to_string(s.array.is_valid(sa::Side::device)) + ", model host from " +
+                  std::to_string(s.host_begin) + ", device to " + std::to_string(s.device_end));
+    }
+    // A copy takes each side's valid part and leaves the array's residency alone.
+    const SmartArray<T> probe(s.array);
+    if (sa::test::host_copy(probe) != s.model) fail(s, "contents differ from the model");
+  }
+
+  // --- the operations ---------------------------------------------------------------------------
+
+  void operate(Slot& x, Slot& y) {
+    const std::size_t n = x.model.size();
+    const std::size_t k = pick(n + 1);  // a position in [0, n]
+    switch (pick(48)) {                 // 38 to 47: device work
+      case 0: {
+        const T v = value();
+        note(x, ".push_back(const&)");
+        x.array.push_back(v);
+        x.model.push_back(v);
+        break;
+      }
+      case 1: {
+        T v = value();
+        note(x, ".push_back(&&)");
+        x.model.push_back(v);
+        x.array.push_back(std::move(v));
+        break;
+      }
+      case 2: {
+        const T v = value();
+        note(x, ".emplace_back()");
+        T& added = x.array.emplace_back(v);
+        x.model.push_back(v);
+        if (added != v) fail(x, "emplace_back returned a reference to another value");
+        break;
+      }
+      case 3: {
+        if (n == 0) break;
+        note(x, ".pop_back()");
+        x.array.pop_back();
+        truncate(x, n - 1);
+        break;
+      }
+      case 4: {
+        const std::size_t m = pick(n + 12);
+        note(x, ".resize(" + std::to_string(m) + ")");
+        x.array.resize(m);
+        if (m < n) truncate(x, m);
+        x.model.resize(m);
+        break;
+      }
+      case 5: {
+        const std::size_t m = pick(n + 12);
+        const T v = value();
+        note(x, ".resize(" + std::to_string(m) + ", v)");
+        x.array.resize(m, v);
+        if (m < n) truncate(x, m);
+        x.model.resize(m, v);
+        break;
+      }
+      case 6: {
+        note(x, ".clear()");
+        x.array.clear();
+        truncate(x, 0);
+        break;
+      }
+      case 7: {
+        const std::size_t m = pick(2 * n + 16);
+        note(x, ".reserve(" + std::to_string(m) + ")");
+        x.array.reserve(m);
+        if (x.array.capacity() < m) fail(x, "reserve left a smaller capacity");
+        break;
+      }
+      case 8: {
+        note(x, ".shrink_to_fit()");
+        x.array.shrink_to_fit();
+        if (x.array.capacity() != n) fail(x, "shrink_to_fit left a larger capacity");
+        break;
+      }
+      case 9: {  // a position from cbegin() (a host read), one value
+        const T v = value();
+        note(x, ".insert(cbegin() + " + std::to_string(k) + ", v)");
+        read_host(x);
+        const T* it = x.array.insert(x.array.cbegin() + k, v);
+        insert_model(x, k, {v});
+        check_iterator(x, it, k);
+        break;
+      }
+      case 10: {  // a position from begin() (a host write), an rvalue
+        T v = value();
+        note(x, ".insert(begin() + " + std::to_string(k) + ", &&)");
+        write_host(x);
+        insert_model(x, k, {v});
+        const T* it = x.array.insert(x.array.begin() + k, std::move(v));
+        check_iterator(x, it, k);
+        break;
+      }
+      case 11: {
+        const T v = value();
+        note(x, ".insert(cend(), v)");
+        read_host(x);
+        const T* it = x.array.insert(x.array.cend(), v);
+        insert_model(x, n, {v});
+        check_iterator(x, it, n);
+        break;
+      }
+      case 12: {
+        const T v = value();
+        note(x, ".insert(end(), v)");
+        write_host(x);
+        const T* it = x.array.insert(x.array.end(), v);
+        insert_model(x, n, {v});
+        check_iterator(x, it, n);
+        break;
+      }
+      case 13: {
+        const std::size_t count = pick(6);
+        const T v = value();
+        note(x, ".insert(cbegin() + " + std::to_string(k) + ", " + std::to_string(count) + ", v)");
+        read_host(x);
+        const T* it = x.array.insert(x.array.cbegin() + k, count, v);
+        insert_model(x, k, std::vector<T>(count, v));
+        check_iterator(x, it, k);
+        break;
+      }
+      case 14: {
+        const std::vector<T> range = values(pick(9));
+        note(x, ".insert(cbegin() + " + std::to_string(k) + ", vector range of " +
+                    std::to_string(range.size()) + ")");
+        read_host(x);
+        const T* it = x.array.insert(x.array.cbegin() + k, range.begin(), range.end());
+        insert_model(x, k, range);
+        check_iterator(x, it, k);
+        break;
+      }
+      case 15: {
+        const std::vector<T> range = values(pick(9));
+        const std::list<T> list(range.begin(), range.end());
+        note(x, ".insert(cbegin() + " + std::to_string(k) + ", list range of " +
+                    std::to_string(range.size()) + ")");
+        read_host(x);
+        const T* it = x.array.insert(x.array.cbegin() + k, list.begin(), list.end());
+        insert_model(x, k, range);
+        check_iterator(x, it, k);
+        break;
+      }
+      case 16: {
+        const std::vector<T> range = values(pick(9));
+        note(x, ".insert(cbegin() + " + std::to_string(k) + ", input range of " +
+                    std::to_string(range.size()) + ")");
+        read_host(x);
+        const T* it = x.array.insert(x.array.cbegin() + k, InputIterator(range.data()),
+                                     InputIterator(range.data() + range.size()));
+        insert_model(x, k, range);
+        check_iterator(x, it, k);
+        break;
+      }
+      case 17: {  // a range of the array itself
+        const std::size_t first = pick(n + 1);
+        const std::size_t last = pick_between(first, n);
+        note(x, ".insert(cbegin() + " + std::to_string(k) + ", own [" + std::to_string(first) +
+                    ", " + std::to_string(last) + "))");
+        read_host(x);
+        const std::vector<T> range(x.model.begin() + static_cast<std::ptrdiff_t>(first),
+                                   x.model.begin() + static_cast<std::ptrdiff_t>(last));
+        const T* it =
+            x.array.insert(x.array.cbegin() + k, x.array.cbegin() + first, x.array.cbegin() + last);
+        insert_model(x, k, range);
+        check_iterator(x, it, k);
+        break;
+      }
+      case 18: {
+        const T v = value(), w = value();
+        note(x, ".insert(cbegin() + " + std::to_string(k) + ", {v, w})");
+        read_host(x);
+        const T* it = x.array.insert(x.array.cbegin() + k, {v, w});
+        insert_model(x, k, {v, w});
+        check_iterator(x, it, k);
+        break;
+      }
+      case 19: {
+        const T v = value();
+        note(x, ".emplace(cbegin() + " + std::to_string(k) + ", v)");
+        read_host(x);
+        const T* it = x.array.emplace(x.array.cbegin() + k, v);
+        insert_model(x, k, {v});
+        check_iterator(x, it, k);
+        break;
+      }
+      case 20: {
+        if (n == 0) break;
+        const std::size_t at = pick(n);
+        note(x, ".erase(cbegin() + " + std::to_string(at) + ")");
+        read_host(x);
+        const T* it = x.array.erase(x.array.cbegin() + at);
+        erase_model(x, at, at + 1);
+        check_iterator(x, it, at);
+        break;
+      }
+      case 21: {
+        const std::size_t first = pick(n + 1);
+        const std::size_t last = pick_between(first, std::min(n, first + 8));
+        note(x, ".erase(cbegin() + " + std::to_string(first) + ", cbegin() + " +
+                    std::to_string(last) + ")");
+        read_host(x);
+        const T* it = x.array.erase(x.array.cbegin() + first, x.array.cbegin() + last);
+        erase_model(x, first, last);
+        check_iterator(x, it, first);
+        break;
+      }
+      case 22: {
+        if (n == 0) break;
+        const std::size_t at = pick(n);
+        note(x, ".erase(begin() + " + std::to_string(at) + ")");
+        write_host(x);
+        const T* it = x.array.erase(x.array.begin() + at);
+        erase_model(x, at, at + 1);
+        check_iterator(x, it, at);
+        break;
+      }
+      case 23: {
+        const std::size_t count = pick(std::min<std::size_t>(n, 5) + 1);
+        note(x, ".erase(cend() - " + std::to_string(count) + ", cend())");
+        read_host(x);
+        const T* it = x.array.erase(x.array.cend() - count, x.array.cend());
+        erase_model(x, n - count, n);
+        check_iterator(x, it, n - count);
+        break;
+      }
+      case 24: {
+        const T victim = n > 0 && pick(3) != 0 ? x.model[pick(n)] : value();
+        note(x, " erase(a, v)");
+        read_host(x);
+        const std::size_t removed = erase(x.array, victim);
+        if (removed != std::erase(x.model, victim)) fail(x, "erase removed another count");
+        if (removed > 0) x.device_end = 0;
+        truncate(x, x.model.size());
+        break;
+      }
+      case 25: {
+        const T divisor = static_cast<T>(pick_between(2, 9));
+        const auto predicate = [divisor](T v) { return v % divisor == 0; };
+        note(x, " erase_if(a, % " + std::to_string(divisor) + ")");
+        read_host(x);
+        const std::size_t removed = erase_if(x.array, predicate);
+        if (removed != std::erase_if(x.model, predicate)) fail(x, "erase_if removed another count");
+        if (removed > 0) x.device_end = 0;
+        truncate(x, x.model.size());
+        break;
+      }
+      case 26: {
+        const std::size_t m = pick(2 * n + 8);
+        const T v = value();
+        note(x, ".assign(" + std::to_string(m) + ", v)");
+        x.array.assign(m, v);
+        x.model.assign(m, v);
+        overwrite_host(x);
+        break;
+      }
+      case 27: {
+        const std::vector<T> range = values(pick(2 * n + 8));
+        const std::size_t form = pick(5);
+        note(x, ".assign(form " + std::to_string(form) + ", " + std::to_string(range.size()) +
+                    " values)");
+        if (form == 0) {
+          x.array.assign(range.begin(), range.end());
+        } else if (form == 1) {
+          const std::list<T> list(range.begin(), range.end());
+          x.array.assign(list.begin(), list.end());
+        } else if (form == 2) {
+          x.array.assign(InputIterator(range.data()), InputIterator(range.data() + range.size()));
+        } else if (form == 3 && range.size() >= 2) {
+          x.array = {range[0], range[1]};
+          x.model = {range[0], range[1]};
+          overwrite_host(x);
+          break;
+        } else {
+          x.array.assign({range.empty() ? T{1} : range[0]});
+          x.model = {range.empty() ? T{1} : range[0]};
+          overwrite_host(x);
+          break;
+        }
+        x.model = range;
+        overwrite_host(x);
+        break;
+      }
+      case 28: {  // assign from its own elements
+        const std::size_t first = pick(n + 1);
+        const std::size_t last = pick_between(first, n);
+        note(x, ".assign(own [" + std::to_string(first) + ", " + std::to_string(last) + "))");
+        read_host(x);
+        x.array.assign(x.array.cbegin() + first, x.array.cbegin() + last);
+        x.model = std::vector<T>(x.model.begin() + static_cast<std::ptrdiff_t>(first),
+                                 x.model.begin() + static_cast<std::ptrdiff_t>(last));
+        overwrite_host(x);
+        break;
+      }
+      case 29: {
+        if (pick(4) == 0) {
+          note(x, " = itself");
+          const SmartArray<T>& self = x.array;
+          x.array = self;
+          break;
+        }
+        note(x, " = " + std::string(y.name) + " (copy)");
+        x.array = y.array;
+        x.model = y.model;
+        x.host_begin = y.host_begin;
+        x.device_end = y.device_end;
+        x.device_capacity = y.device_end > 0 ? y.model.size() : 0;
+        if (y.device_end > 0) {
+          x.expected.d2d_count += 1;
+          x.expected.d2d_bytes += y.device_end * sizeof(T);
+        }
+        break;
+      }
+      case 30: {
+        note(x, " = std::move(" + std::string(y.name) + ")");
+        x.array = std::move(y.array);
+        x.model = std::exchange(y.model, {});
+        x.host_begin = std::exchange(y.host_begin, 0);
+        x.device_end = std::exchange(y.device_end, 0);
+        x.device_capacity = std::exchange(y.device_capacity, 0);
+        break;
+      }
+      case 31: {  // a fresh array from one of the constructors, moved in
+        const std::vector<T> range = values(pick(30));
+        const std::size_t form = pick(7);
+        note(x, " = SmartArray(form " + std::to_string(form) + ", " + std::to_string(range.size()) +
+                    ")");
+        const T v = range.empty() ? T{7} : range[0];
+        if (form == 0) {
+          x.array = SmartArray<T>(range.size());
+          x.model.assign(range.size(), T{});
+        } else if (form == 1) {
+          x.array = SmartArray<T>(range.size(), v);
+          x.model.assign(range.size(), v);
+        } else if (form == 2) {
+          const std::list<T> list(range.begin(), range.end());
+          x.array = SmartArray<T>(list.begin(), list.end());
+          x.model = range;
+        } else if (form == 3) {
+          x.array = SmartArray<T>(InputIterator(range.data()),
+                                  InputIterator(range.data() + range.size()));
+          x.model = range;
+        } else if (form == 4) {
+          x.array = SmartArray<T>{v, v + 1};
+          x.model = {v, v + 1};
+        } else if (form == 5) {
+          x.array = SmartArray<T>(std::span<const T>(range));
+          x.model = range;
+        } else {
+          x.array = SmartArray<T>(range);
+          x.model = range;
+        }
+        x.host_begin = x.device_end = x.device_capacity = 0;
+        break;
+      }
+      case 32: {
+        const std::size_t form = pick(3);
+        note(x, " swap with " + std::string(y.name) + " (form " + std::to_string(form) + ")");
+        if (form == 0) {
+          x.array.swap(y.array);
+        } else if (form == 1) {
+          swap(x.array, y.array);
+        } else {
+          std::swap(x.array, y.array);
+        }
+        std::swap(x.model, y.model);
+        std::swap(x.host_begin, y.host_begin);
+        std::swap(x.device_end, y.device_end);
+        std::swap(x.device_capacity, y.device_capacity);
+        break;
+      }
+      case 33: {  // const reads: the device copy stays valid
+        note(x, " const reads");
+        const SmartArray<T>& c = x.array;
+        if (n > 0) {
+          read_host(x);
+          const std::size_t at = pick(n);
+          if (c[at] != x.model[at] || c.at(at) != x.model[at] || c.front() != x.model.front() ||
+              c.back() != x.model.back() || c.data()[at] != x.model[at]) {
+            fail(x, "a const element read differs from the model");
+          }
+          if (!std::equal(c.crbegin(), c.crend(), x.model.rbegin(), x.model.rend()) ||
+              !std::equal(c.begin(), c.end(), x.model.begin(), x.model.end())) {
+            fail(x, "const iteration differs from the model");
+          }
+        }
+        try {
+          (void)c.at(n);
+          fail(x, "at(size()) did not throw");
+        } catch (const std::out_of_range&) {
+        }
+        break;
+      }
+      case 34: {  // mutable access: the host changes, once
+        if (n == 0) break;
+        const std::size_t form = pick(6);
+        note(x, " mutable access (form " + std::to_string(form) + ")");
+        write_host(x);
+        const std::size_t at = pick(n);
+        const T v = value();
+        if (form == 0) {
+          x.array[at] = v;
+          x.model[at] = v;
+        } else if (form == 1) {
+          x.array.at(at) = v;
+          x.model.at(at) = v;
+        } else if (form == 2) {
+          x.array.front() = v;
+          x.array.back() += 1;
+          x.model.front() = v;
+          x.model.back() += 1;
+        } else if (form == 3) {
+          for (T& e : x.array) e += 3;
+          for (T& e : x.model) e += 3;
+        } else if (form == 4) {
+          std::sort(x.array.begin(), x.array.end());
+          std::sort(x.model.begin(), x.model.end());
+        } else {
+          *x.array.rbegin() = v;
+          x.array.data()[0] ^= 5;
+          *x.model.rbegin() = v;
+          x.model[0] ^= 5;
+        }
+        break;
+      }
+      case 35: {
+        note(x, ".host_view(discard) and overwrite");
+        const std::vector<T> fresh = values(n);
+        const std::span<T> host = x.array.host_view(Access::discard);
+        std::copy(fresh.begin(), fresh.end(), host.begin());
+        if (n > 0) overwrite_host(x);
+        x.model = fresh;
+        break;
+      }
+      case 36: {
+        note(x, " comparisons with " + std::string(y.name));
+        const bool same_size = x.model.size() == y.model.size();
+        const bool equal = x.array == y.array;
+        if (same_size) {
+          read_host(x);
+          read_host(y);
+        }
+        const auto order = x.array <=> y.array;
+        read_host(x);
+        read_host(y);
+        if (equal != (x.model == y.model) || order != (x.model <=> y.model) ||
+            (x.array < y.array) != (x.model < y.model) || !(x.array == x.array)) {
+          fail(x, "a comparison differs from the model's");
+        }
+        break;
+      }
+      case 37: {  // a position taken before device work, used after it
+        const bool erasing = n > 0 && pick(2) == 0;
+        const std::size_t at = erasing ? pick(n) : k;
+        note(x, std::string(erasing ? ".erase" : ".insert") +
+                    " at a position taken before a "
+                    "device write, index " +
+                    std::to_string(at));
+        read_host(x);
+        const T* base = x.array.cbegin();
+        sa::test::scale_on_device(x.array, stream());
+        acquire_device(x, Access::read_write);
+        x.model = sa::test::scaled(x.model);
+        if (erasing) {
+          const T* it = x.array.erase(base + at);
+          erase_model(x, at, at + 1);
+          check_iterator(x, it, at);
+        } else {
+          const T v = value();
+          const T* it = x.array.insert(base + at, v);
+          insert_model(x, at, {v});
+          check_iterator(x, it, at);
+        }
+        break;
+      }
+      default: {  // device work: read, read-write or overwrite, on one of three streams
+        const std::size_t kind = pick(3);
+        const sa::StreamRef on = stream();
+        if (kind == 0) {
+          note(x, " device read");
+          SmartArray<T> out(n, poison);
+          sa::test::copy_on_device(out, x.array, on);
+          acquire_device(x, Access::read);
+          if (sa::test::host_copy(out) != x.model) fail(x, "a device read saw other values");
+        } else if (kind == 1) {
+          note(x, " device read_write");
+          sa::test::scale_on_device(x.array, on);
+          acquire_device(x, Access::read_write);
+          x.model = sa::test::scaled(x.model);
+        } else {
+          const T v = value();
+          note(x, " device discard");
+          sa::test::fill_on_device(x.array, v, on);
+          acquire_device(x, Access::discard);
+          std::fill(x.model.begin(), x.model.end(), v);
+        }
+        break;
+      }
+    }
+  }
+
+  std::uint64_t seed_;
+  std::size_t sequence_;
+  std::mt19937_64 rng_;
+  const std::array<sa::Stream, 2>& streams_;
+  std::array<Slot, 2> slots_{Slot{.name = "a"}, Slot{.name = "b"}};
+  std::vector<std::string> log_;
+  std::string failure_;
+};
+
+}  // namespace
+
+TEST(VectorDifferential, RandomSequencesMatchStdVectorWithMinimalTransfers) {
+  const std::uint64_t seed = env_or("SMARTARRAY_DIFF_SEED", default_seed);
+  const std::uint64_t sequences = env_or("SMARTARRAY_DIFF_SEQUENCES", default_sequences);
+  std::cout << "differential: " << sequences << " sequences of " << steps_per_sequence
+            << " steps, seed " << seed << "\n";
+  const std::array<sa::Stream, 2> streams{};
+  for (std::uint64_t sequence = 0; sequence < sequences; ++sequence) {
+    const std::string failure = Differential(seed, sequence, streams).run();
+    ASSERT_TRUE(failure.empty()) << failure;
+  }
+}
