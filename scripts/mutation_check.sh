@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:${PATH}"
 scratch=$(mktemp -d)
 trap 'rm -rf "${scratch}"' EXIT
-git ls-files -z | xargs -0 -I{} cp --parents {} "${scratch}"
+git ls-files -z -co --exclude-standard | xargs -0 -I{} cp --parents {} "${scratch}"
 grep -q '^  runtime().synchronize(done.get());$' "${scratch}/src/array_core.cpp"
 sed -i 's/^  runtime().synchronize(done.get());$//' "${scratch}/src/array_core.cpp"
 cmake -S "${scratch}" -B "${scratch}/build" -DSMARTARRAY_BUILD_BENCHMARKS=OFF \
