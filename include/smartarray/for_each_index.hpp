@@ -5,6 +5,11 @@
  * On the cuda backend this is a grid-stride kernel sized from the SM count (the calling file must
  * be compiled by nvcc, and `f` must be `__host__ __device__`). On the host backend `f` runs on the
  * stream's worker thread, in order with the stream's other work.
+ *
+ * The adapters that launch kernels of their own (this one, `transform`, `map`, `fill`, `reduce`)
+ * have one body under nvcc and another, which can only throw on the cuda backend, under a plain C++
+ * compiler. They live in the inline namespace `SMARTARRAY_KERNEL_ABI`, named after the compiler,
+ * so that a program that mixes both kinds of files never has the linker merge the two bodies.
  */
 #pragma once
 
@@ -21,8 +26,26 @@
 #include <algorithm>
 #include <cstddef>
 
+#if defined(__CUDACC__)
+#define SMARTARRAY_KERNEL_ABI compiled_by_nvcc
+#else
+#define SMARTARRAY_KERNEL_ABI compiled_without_nvcc
+#endif
+
 namespace smartarray {
 namespace detail {
+inline namespace SMARTARRAY_KERNEL_ABI {
+/// Throws before anything is acquired when `what` needs a kernel that the calling file cannot
+/// launch: on the cuda backend, a file not compiled by nvcc.
+inline void require_kernel_compiler([[maybe_unused]] const char* what,
+                                    [[maybe_unused]] std::size_t n) {
+#if !defined(__CUDACC__)
+  SMARTARRAY_EXPECTS(backend() != BackendKind::cuda, logic_error, what, " over ", n,
+                     " elements on the cuda backend: the calling file must be compiled by nvcc "
+                     "to launch a kernel");
+#endif
+}
+
 #if defined(__CUDACC__)
 template <typename F>
 __global__ void for_each_index_kernel(std::size_t n, F f) {
@@ -40,7 +63,10 @@ inline unsigned grid_size_for(std::size_t n, unsigned block) {
   return static_cast<unsigned>(std::max<std::size_t>(1, std::min(wanted, full)));
 }
 #endif
+}  // namespace SMARTARRAY_KERNEL_ABI
 }  // namespace detail
+
+inline namespace SMARTARRAY_KERNEL_ABI {
 
 /**
  * @brief Runs `f(i)` for i in [0, n) on the device of the active backend, queued on `stream`.
@@ -63,10 +89,9 @@ void for_each_index(std::size_t n, F f, StreamRef stream = {}) {
   SMARTARRAY_CUDA_TRY(cudaGetLastError(), "launch for_each_index over ", n, " elements on stream ",
                       stream.handle());
 #else
-  throw logic_error(detail::concat("for_each_index over ", n,
-                                   " elements on the cuda backend: the calling file must be compiled "
-                                   "by nvcc to launch a kernel"));
+  detail::require_kernel_compiler("for_each_index", n);
 #endif
 }
 
+}  // namespace SMARTARRAY_KERNEL_ABI
 }  // namespace smartarray

@@ -1,0 +1,61 @@
+/**
+ * @file detail/adapter_traits.hpp
+ * @brief Type traits shared by the adapters (private): what kind of argument a call received.
+ */
+#pragma once
+
+#include <smartarray/device_view.hpp>
+#include <smartarray/smart_array.hpp>
+#include <smartarray/stream.hpp>
+
+#include <type_traits>
+
+namespace smartarray {
+template <typename T>
+class Out;
+}  // namespace smartarray
+
+namespace smartarray::detail {
+
+template <typename T>
+struct IsSmartArray : std::false_type {};
+template <typename T>
+struct IsSmartArray<SmartArray<T>> : std::true_type {};
+/// True for `SmartArray<T>` with any cv-ref qualification.
+template <typename A>
+inline constexpr bool is_smart_array_v = IsSmartArray<std::remove_cvref_t<A>>::value;
+
+template <typename T>
+struct IsDeviceView : std::false_type {};
+template <typename T>
+struct IsDeviceView<DeviceView<T>> : std::true_type {};
+/// True for `DeviceView<T>` with any cv-ref qualification.
+template <typename A>
+inline constexpr bool is_device_view_v = IsDeviceView<std::remove_cvref_t<A>>::value;
+
+template <typename T>
+struct IsOut : std::false_type {};
+template <typename T>
+struct IsOut<Out<T>> : std::true_type {};
+/// True for `Out<T>` (made by `out(a)`) with any cv-ref qualification.
+template <typename A>
+inline constexpr bool is_out_v = IsOut<std::remove_cvref_t<A>>::value;
+
+/// True for the types that name a stream: `StreamRef`, `Stream` and, under CUDA, `cudaStream_t`.
+template <typename A>
+inline constexpr bool is_stream_v = std::is_same_v<std::remove_cvref_t<A>, StreamRef> ||
+                                    std::is_same_v<std::remove_cvref_t<A>, Stream>
+#if SMARTARRAY_HAS_CUDA_TYPES
+                                    || std::is_same_v<std::remove_cvref_t<A>, cudaStream_t>
+#endif
+    ;
+
+/// True for the arguments that hold elements (arrays and views); anything else is a scalar.
+template <typename A>
+inline constexpr bool is_elementwise_v = is_smart_array_v<A> || is_device_view_v<A>;
+
+/// For static_asserts that must fire only when a template is instantiated.
+template <typename...>
+inline constexpr bool always_false_v = false;
+
+}  // namespace smartarray::detail

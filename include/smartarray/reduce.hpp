@@ -1,0 +1,135 @@
+/**
+ * @file reduce.hpp
+ * @brief `reduce(a, init, op, stream)`: folds an array on the device and returns the value to the
+ *        host, without copying the array back.
+ *
+ * The array is acquired for `read` on the stream (one copy in when its device copy is stale). On
+ * the cuda backend the fold is `cub::DeviceReduce::Reduce` with its temporary storage from the
+ * device pool (the calling file must be compiled by nvcc); on the host backend `op` runs on the
+ * stream's worker thread. The result is written into a one-element `SmartArray` on the device:
+ * `reduce_async` returns that array, and `reduce` reads it, which is the only device-to-host copy:
+ * `sizeof(T)` bytes, counted in the global counters and in the result array's counters, never in
+ * the reduced array's.
+ */
+#pragma once
+
+#include <smartarray/config.hpp>
+#include <smartarray/device_view.hpp>
+#include <smartarray/error.hpp>
+#include <smartarray/for_each_index.hpp>
+#include <smartarray/memory/default_resources.hpp>
+#include <smartarray/residency.hpp>
+#include <smartarray/runtime.hpp>
+#include <smartarray/smart_array.hpp>
+#include <smartarray/stream.hpp>
+#include <smartarray/detail/runtime.hpp>
+
+#if defined(__CUDACC__)
+#include <smartarray/detail/cuda_check.hpp>
+
+#include <cub/device/device_reduce.cuh>
+#endif
+
+#include <algorithm>
+#include <cstddef>
+#include <source_location>
+#include <type_traits>
+#include <utility>
+
+namespace smartarray {
+namespace detail {
+#if defined(__CUDACC__)
+inline namespace SMARTARRAY_KERNEL_ABI {
+/// `out[0] = fold(op, init, in...)` with CUB, its temporary storage taken from the device pool.
+template <typename T, typename Op>
+void device_reduce(DeviceView<const T> in, DeviceView<T> out, T init, Op op, StreamRef stream) {
+  const auto cuda_stream = static_cast<cudaStream_t>(stream.handle());
+  std::size_t temp_bytes = 0;
+  SMARTARRAY_CUDA_TRY(cub::DeviceReduce::Reduce(nullptr, temp_bytes, in.data(), out.data(),
+                                                in.size(), op, init, cuda_stream),
+                      "size the temporary storage of a reduce over ", in.size(),
+                      " elements on stream ", stream.handle());
+  // A null temporary would turn the second call into another size query.
+  temp_bytes = std::max<std::size_t>(temp_bytes, 1);
+  MemoryResource& pool = device_resource();
+  void* temp = pool.allocate(stream, temp_bytes);
+  struct Release {
+    MemoryResource& pool;
+    StreamRef stream;
+    void* block;
+    std::size_t bytes;
+    ~Release() { pool.deallocate(stream, block, bytes); }
+  } release{pool, stream, temp, temp_bytes};
+  SMARTARRAY_CUDA_TRY(cub::DeviceReduce::Reduce(temp, temp_bytes, in.data(), out.data(), in.size(),
+                                                op, init, cuda_stream),
+                      "reduce over ", in.size(), " elements on stream ", stream.handle());
+}
+}  // namespace SMARTARRAY_KERNEL_ABI
+#endif
+}  // namespace detail
+
+inline namespace SMARTARRAY_KERNEL_ABI {
+
+/**
+ * @brief Folds `a` with `op` on the device, starting from `init`, and leaves the result in a
+ *        one-element array that is valid on the device (nothing is copied back yet).
+ * @param a the array; acquired for `read` on `stream`.
+ * @param init the initial value (also the result of an empty array).
+ * @param op an associative and commutative `__host__ __device__` binary operation on `T`.
+ * @param stream the stream to run on.
+ * @param where the caller's source location, for the migration trace.
+ * @return a one-element array holding the result.
+ * @throws logic_error on the cuda backend when the caller was not compiled by nvcc.
+ * @throws out_of_memory or cuda_error when an allocation, an acquire or the reduction fails.
+ */
+template <typename T, typename Op>
+[[nodiscard]] SmartArray<T> reduce_async(
+    const SmartArray<T>& a, std::type_identity_t<T> init, Op op, StreamRef stream = {},
+    std::source_location where = std::source_location::current()) {
+  SmartArray<T> result(1, init);
+  if (a.empty()) return result;
+  detail::require_kernel_compiler("reduce", a.size());
+  const DeviceView<const T> in = a.device_view(stream, where);
+  const DeviceView<T> out = result.device_view(Access::discard, stream, where);
+  if (backend() == BackendKind::host) {
+    detail::runtime().launch_host_func(stream, [in, out, init, op]() mutable {
+      T accumulator = init;
+      for (const T& x : in) accumulator = op(accumulator, x);
+      out[0] = accumulator;
+    });
+    return result;
+  }
+#if defined(__CUDACC__)
+  detail::device_reduce(in, out, init, op, stream);
+#endif
+  return result;
+}
+
+/**
+ * @brief Folds `a` with `op` on the device, starting from `init`, and returns the result to the
+ *        host. The host waits for the reduction only, never for the whole device.
+ *
+ * The array itself is never copied back: the only device-to-host copy is the `sizeof(T)`-byte
+ * result.
+ *
+ * @param a the array; acquired for `read` on `stream`.
+ * @param init the initial value (also the result of an empty array).
+ * @param op an associative and commutative `__host__ __device__` binary operation on `T`, for
+ *        example `cuda::std::plus<T>{}`.
+ * @param stream the stream to run on.
+ * @param where the caller's source location, for the migration trace.
+ * @return the folded value.
+ * @throws logic_error on the cuda backend when the caller was not compiled by nvcc.
+ * @throws out_of_memory or cuda_error when an allocation, an acquire, the reduction or the copy
+ *         back fails.
+ */
+template <typename T, typename Op>
+[[nodiscard]] T reduce(const SmartArray<T>& a, std::type_identity_t<T> init, Op op,
+                       StreamRef stream = {},
+                       std::source_location where = std::source_location::current()) {
+  const SmartArray<T> result = reduce_async(a, init, std::move(op), stream, where);
+  return result.host_view(stream, where)[0];
+}
+
+}  // namespace SMARTARRAY_KERNEL_ABI
+}  // namespace smartarray
