@@ -65,13 +65,18 @@ if [ "${tests}" -eq 1 ]; then
   SMARTARRAY_BACKEND=cuda "${build}/examples/pipeline" 2>&1 | tee "${out}/demo.txt"
 fi
 
+# Pack what exists so far: a call cut off at its time limit still returns the tests' results.
+pack() { [ -n "${OUT:-}" ] && tar czf "${OUT}/gpu-out.tgz" "${out}" 2>/dev/null && cp "${out}/summary.txt" "${OUT}/summary.txt"; }
+pack
+
 if [ "${bench}" -eq 1 ]; then
   for b in "${build}"/benchmarks/bench_*; do
     [ -x "$b" ] || continue
     name=$(basename "$b")
-    SMARTARRAY_BACKEND=cuda "$b" --benchmark_filter="${filter}" --benchmark_min_time=0.2 \
+    SMARTARRAY_BACKEND=cuda "$b" --benchmark_filter="${filter}" --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
       --benchmark_out="${out}/${name}.json" --benchmark_out_format=json > "${out}/${name}.txt" 2>&1
     echo "benchmark ${name}: rc=$?" | tee -a "${out}/summary.txt"
+    pack
   done
 fi
 
@@ -81,10 +86,7 @@ if [ "${sanitize}" -eq 1 ]; then
     tail -n 5 "${out}/compute-sanitizer.log" >> "${out}/summary.txt"
 fi
 
-if [ -n "${OUT:-}" ]; then
-  tar czf "${OUT}/gpu-out.tgz" "${out}" 2>/dev/null
-  cp "${out}/summary.txt" "${OUT}/summary.txt"
-fi
+pack
 echo "==== summary ===="
 cat "${out}/summary.txt"
 exit ${status}
