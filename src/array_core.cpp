@@ -5,6 +5,7 @@
 #include <smartarray/memory/pool_resource.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <iostream>
 #include <new>
@@ -14,6 +15,12 @@ namespace smartarray::detail {
 namespace {
 
 constexpr std::size_t host_alignment = 256;
+
+/// Pageable mode stages transfers in chunks of this size: large enough for full DMA speed, small
+/// enough that the staging memcpy of one chunk overlaps the copy of the previous one.
+constexpr std::size_t staging_chunk = std::size_t{4} << 20;
+/// Staging blocks in flight: two let the host fill one while the DMA drains the other.
+constexpr std::size_t staging_blocks = 2;
 
 /// The capacity for a growth to `needed` bytes from `capacity`: geometric, for amortized O(1)
 /// appends, and never below one aligned block (smaller buffers would waste the rest of it).
@@ -100,21 +107,35 @@ void note_pageable_fallback(std::size_t bytes, const std::exception& why) {
 
 }  // namespace
 
-ArrayCore::ArrayCore(MemoryResource* host_resource, MemoryResource* device_resource)
+ArrayCore::ArrayCore(MemoryResource* host_resource, MemoryResource* device_resource,
+                     const StorageOptions& storage)
     : host_resource_(host_resource != nullptr ? host_resource : &pinned_resource()),
       device_resource_(device_resource != nullptr ? device_resource : &smartarray::device_resource()),
-      host_fallback_(host_resource == nullptr) {}
+      storage_(storage),
+      host_fallback_(host_resource == nullptr && !storage.require_pinned) {}
 
 ArrayCore::~ArrayCore() { release_all(); }
 
 ArrayCore::ArrayCore(const ArrayCore& other)
     : host_resource_(other.host_resource_),
       device_resource_(other.device_resource_),
+      storage_(other.storage_),
       host_fallback_(other.host_fallback_) {
   std::lock_guard lock(other.mutex_);
   if (other.size_ == 0) return;
   const std::size_t bytes = other.size_;
   capacity_ = bytes;
+  if (single_buffer()) {
+    // One buffer holds everything: copy it on the host once its device writer is done.
+    if (other.device_writer_ && !stream_retired(*other.device_writer_)) {
+      host_wait_stream(*other.device_writer_);
+    }
+    host_ = allocate_host(bytes, host_pageable_);
+    std::memcpy(host_, other.host_, bytes);
+    size_ = bytes;
+    refresh_state();
+    return;
+  }
   // Each side copies only what it holds valid; a stale side is never copied.
   if (other.host_valid_begin_ < bytes) {
     host_ = allocate_host(bytes, host_pageable_);
@@ -148,6 +169,7 @@ ArrayCore::ArrayCore(const ArrayCore& other)
 ArrayCore::ArrayCore(ArrayCore&& other) noexcept
     : host_resource_(other.host_resource_),
       device_resource_(other.device_resource_),
+      storage_(other.storage_),
       host_fallback_(other.host_fallback_) {
   swap(other);
 }
@@ -161,6 +183,8 @@ void ArrayCore::swap(ArrayCore& other) noexcept {
   std::swap(host_resource_, other.host_resource_);
   std::swap(device_resource_, other.device_resource_);
   std::swap(host_fallback_, other.host_fallback_);
+  std::swap(storage_, other.storage_);
+  std::swap(device_external_, other.device_external_);
   std::swap(host_, other.host_);
   std::swap(host_pageable_, other.host_pageable_);
   std::swap(device_, other.device_);
@@ -173,8 +197,8 @@ void ArrayCore::swap(ArrayCore& other) noexcept {
   std::swap(device_users_, other.device_users_);
   std::swap(host_readers_, other.host_readers_);
   std::swap(host_read_end_, other.host_read_end_);
-  if (device_ != nullptr) eviction_registry().add(this);
-  if (other.device_ != nullptr) eviction_registry().add(&other);
+  if (device_ != nullptr && !device_external_) eviction_registry().add(this);
+  if (other.device_ != nullptr && !other.device_external_) eviction_registry().add(&other);
   refresh_state();
   other.refresh_state();
 }
@@ -206,6 +230,35 @@ bool ArrayCore::valid(Side side) const noexcept {
 std::byte* ArrayCore::allocate_host(std::size_t bytes, bool& pageable) {
   pageable = false;
   if (bytes == 0) return nullptr;
+  switch (storage_.mode) {
+    case MemoryMode::mapped:
+      SMARTARRAY_EXPECTS(runtime().properties().can_map_host_memory, logic_error,
+                         "mapped SmartArray storage of ", bytes, " bytes: the device '",
+                         runtime().properties().name,
+                         "' cannot map host memory; use the explicit or pageable mode");
+      return static_cast<std::byte*>(
+          runtime().allocate_pinned(bytes, pinned_mapped | storage_.pinned_flags));
+    case MemoryMode::managed: {
+      SMARTARRAY_EXPECTS(runtime().properties().managed_memory, logic_error,
+                         "managed SmartArray storage of ", bytes, " bytes: the device '",
+                         runtime().properties().name,
+                         "' does not support managed memory; use the explicit or pageable mode");
+      // Oversubscribed managed memory thrashes or hangs the device: refuse before the driver.
+      std::size_t free_bytes = 0;
+      std::size_t total_bytes = 0;
+      runtime().memory_info(free_bytes, total_bytes);
+      if (bytes > free_bytes) {
+        throw out_of_memory(concat("managed SmartArray storage of ", bytes,
+                                   " bytes: the device has only ", free_bytes, " of ", total_bytes,
+                                   " bytes free"));
+      }
+      return static_cast<std::byte*>(runtime().allocate_managed(bytes));
+    }
+    case MemoryMode::pageable:
+      pageable = true;
+      return static_cast<std::byte*>(::operator new(bytes, std::align_val_t{host_alignment}));
+    case MemoryMode::explicit_copy: break;
+  }
   try {
     return static_cast<std::byte*>(host_resource_->allocate_sync(bytes, host_alignment));
   } catch (const std::bad_alloc& error) {
@@ -218,6 +271,18 @@ std::byte* ArrayCore::allocate_host(std::size_t bytes, bool& pageable) {
 
 void ArrayCore::free_host(std::byte* ptr, std::size_t bytes, bool pageable) noexcept {
   if (ptr == nullptr) return;
+  if (single_buffer()) {
+    // Kernels may still use the one buffer: it goes back once they are done.
+    try {
+      wait_host_readers_locked();
+    } catch (const std::exception& error) {
+      std::cerr << "smartarray: waiting for device work before freeing " << bytes
+                << " bytes of " << to_string(storage_.mode) << " memory failed: " << error.what()
+                << "\n";
+    }
+    free_unused_host(ptr, bytes, pageable);
+    return;
+  }
   // A pinned block that copies still read goes back on their stream: the pool hands it to a host
   // writer only once they are done. Pageable memory has no such guard, so it waits for them.
   if (!pageable && host_readers_.size() == 1) {
@@ -243,6 +308,14 @@ void ArrayCore::free_host(std::byte* ptr, std::size_t bytes, bool pageable) noex
 
 void ArrayCore::free_unused_host(std::byte* ptr, std::size_t bytes, bool pageable) noexcept {
   if (ptr == nullptr) return;
+  if (storage_.mode == MemoryMode::mapped) {
+    runtime().free_pinned(ptr);
+    return;
+  }
+  if (storage_.mode == MemoryMode::managed) {
+    runtime().free_managed(ptr);
+    return;
+  }
   if (pageable) {
     ::operator delete(ptr, std::align_val_t{host_alignment});
     return;
@@ -251,6 +324,20 @@ void ArrayCore::free_unused_host(std::byte* ptr, std::size_t bytes, bool pageabl
 }
 
 void ArrayCore::reallocate_host(std::size_t new_capacity) {
+  if (single_buffer()) {
+    // Device work may still write the buffer: wait for it, then move every byte on the host. The
+    // new buffer was last touched by the host.
+    wait_host_readers_locked();
+    bool unused = false;
+    std::byte* fresh = allocate_host(new_capacity, unused);
+    if (host_ != nullptr && size_ > 0) std::memcpy(fresh, host_, size_);
+    free_unused_host(host_, capacity_, false);
+    host_ = fresh;
+    capacity_ = new_capacity;
+    host_valid_begin_ = 0;
+    device_valid_end_ = 0;
+    return;
+  }
   bool fresh_pageable = false;
   std::byte* fresh = allocate_host(new_capacity, fresh_pageable);
   // Only the valid host suffix moves; a stale prefix is dropped, never copied.
@@ -264,6 +351,18 @@ void ArrayCore::reallocate_host(std::size_t new_capacity) {
 }
 
 void ArrayCore::wait_host_readers_locked() {
+  if (single_buffer()) {
+    // Kernels read and write the one buffer itself: a host writer waits for all of them.
+    forget_retired_streams();
+    while (!device_users_.empty()) {
+      host_wait_stream(device_users_.back());
+      device_users_.pop_back();
+    }
+    if (device_writer_) host_wait_stream(*device_writer_);
+    device_writer_.reset();
+    host_read_end_ = 0;
+    return;
+  }
   // Pop each copy once it is done, so that a failed wait leaves the rest tracked.
   while (!host_readers_.empty()) {
     PendingCopy& copy = host_readers_.back();
@@ -317,7 +416,7 @@ void ArrayCore::ensure_device_capacity(StreamRef stream, std::size_t keep) {
   if (device_ != nullptr) {
     // Only the valid device prefix moves (nothing for a discard); the copy reads the old buffer
     // after its last writer, and the old buffer is freed on `stream` once every user of it is
-    // joined there.
+    // joined there. An external buffer is left to its owner, untouched.
     try {
       join_device_users(stream);
       runtime().copy_async(fresh, device_, keep, CopyKind::device_to_device, stream);
@@ -326,7 +425,12 @@ void ArrayCore::ensure_device_capacity(StreamRef stream, std::size_t keep) {
       throw;
     }
     if (keep > 0) counters_.add_d2d(keep);
-    device_resource_->deallocate(stream, device_, device_capacity_);
+    if (device_external_) {
+      device_external_ = false;
+      eviction_registry().add(this);
+    } else {
+      device_resource_->deallocate(stream, device_, device_capacity_);
+    }
     set_device_exclusive(stream);
   } else {
     eviction_registry().add(this);
@@ -339,6 +443,14 @@ void ArrayCore::copy_to_device(std::size_t begin, std::size_t end, StreamRef str
                                const char* reason, const std::source_location& where) {
   // The copy writes the device buffer: it follows every earlier use of it on other streams.
   join_device_users(stream);
+  if (storage_.mode == MemoryMode::pageable) {
+    // Staged: the host buffer is read by memcpy before this returns, so no upload is pending.
+    staged_copy_to_device(device_ + begin, host_ + begin, end - begin, stream);
+    counters_.add_h2d(end - begin);
+    trace_migration("H2D", end - begin, reason, this, where);
+    set_device_exclusive(stream);
+    return;
+  }
   PendingCopy pending{stream, PooledEvent{}};
   runtime().copy_async(device_ + begin, host_ + begin, end - begin, CopyKind::host_to_device, stream);
   // Recorded eagerly: host writers must wait for exactly this copy, not for later kernels.
@@ -353,6 +465,14 @@ void ArrayCore::copy_to_device(std::size_t begin, std::size_t end, StreamRef str
 void ArrayCore::copy_to_host(std::byte* dst, std::size_t begin, std::size_t end, StreamRef stream,
                              const char* reason, const std::source_location& where) {
   wait_device_writer(stream);
+  if (storage_.mode == MemoryMode::pageable) {
+    add_device_user(stream);
+    staged_copy_to_host(dst + begin, device_ + begin, end - begin, stream);
+    counters_.add_d2h(end - begin);
+    counters_.add_wait();
+    trace_migration("D2H", end - begin, reason, this, where);
+    return;
+  }
   runtime().copy_async(dst + begin, device_ + begin, end - begin, CopyKind::device_to_host, stream);
   add_device_user(stream);
   // The host waits for this array's copy only (and what precedes it on that stream).
@@ -364,8 +484,107 @@ void ArrayCore::copy_to_host(std::byte* dst, std::size_t begin, std::size_t end,
   trace_migration("D2H", end - begin, reason, this, where);
 }
 
+std::byte* ArrayCore::single_buffer_device_address() const {
+  return storage_.mode == MemoryMode::mapped
+             ? static_cast<std::byte*>(runtime().mapped_device_pointer(host_))
+             : host_;
+}
+
+void ArrayCore::make_single_buffer_host_current(StreamRef stream, const char* reason,
+                                                const std::source_location& where) {
+  wait_device_writer(stream);
+  if (storage_.mode == MemoryMode::managed && runtime().properties().concurrent_managed_access) {
+    // The device wrote last: bring the pages back in one migration instead of host page faults.
+    runtime().prefetch_async(host_, size_, Location::host, stream);
+    counters_.add_prefetch(size_);
+    trace_migration("prefetch to host", size_, reason, this, where);
+  }
+  add_device_user(stream);
+  // The host waits for this array's writer (and the prefetch) only.
+  PooledEvent done;
+  runtime().record(done.get(), stream);
+  runtime().synchronize(done.get());
+  counters_.add_wait();
+}
+
+void ArrayCore::staged_copy_to_device(std::byte* dst, const std::byte* src, std::size_t bytes,
+                                      StreamRef stream) {
+  const std::size_t chunk = std::min(bytes, staging_chunk);
+  const std::size_t blocks = bytes > chunk ? staging_blocks : 1;
+  std::array<std::byte*, staging_blocks> block{};
+  std::array<PooledEvent, staging_blocks> copied;
+  std::array<bool, staging_blocks> in_use{};
+  try {
+    for (std::size_t b = 0; b < blocks; ++b) {
+      // allocate_sync: the pool hands a pinned block to a host writer only once its copies
+      // are done.
+      block[b] = static_cast<std::byte*>(host_resource_->allocate_sync(chunk, host_alignment));
+    }
+    for (std::size_t offset = 0, i = 0; offset < bytes; offset += chunk, ++i) {
+      const std::size_t b = i % blocks;
+      const std::size_t n = std::min(chunk, bytes - offset);
+      // Reuse a block once the DMA that read it is done; the other block's DMA runs meanwhile.
+      if (in_use[b]) runtime().synchronize(copied[b].get());
+      std::memcpy(block[b], src + offset, n);
+      runtime().copy_async(dst + offset, block[b], n, CopyKind::host_to_device, stream);
+      runtime().record(copied[b].get(), stream);
+      in_use[b] = true;
+    }
+  } catch (...) {
+    for (std::size_t b = 0; b < blocks; ++b) {
+      if (block[b] != nullptr) host_resource_->deallocate(stream, block[b], chunk, host_alignment);
+    }
+    throw;
+  }
+  // Stream-ordered: the pool reuses them after the copies queued on `stream`.
+  for (std::size_t b = 0; b < blocks; ++b) {
+    host_resource_->deallocate(stream, block[b], chunk, host_alignment);
+  }
+}
+
+void ArrayCore::staged_copy_to_host(std::byte* dst, const std::byte* src, std::size_t bytes,
+                                    StreamRef stream) {
+  const std::size_t chunk = std::min(bytes, staging_chunk);
+  const std::size_t blocks = bytes > chunk ? staging_blocks : 1;
+  const std::size_t chunks = (bytes + chunk - 1) / chunk;
+  std::array<std::byte*, staging_blocks> block{};
+  std::array<PooledEvent, staging_blocks> copied;
+  const auto chunk_bytes = [&](std::size_t i) { return std::min(chunk, bytes - i * chunk); };
+  const auto issue = [&](std::size_t i) {
+    const std::size_t b = i % blocks;
+    runtime().copy_async(block[b], src + i * chunk, chunk_bytes(i), CopyKind::device_to_host,
+                         stream);
+    runtime().record(copied[b].get(), stream);
+  };
+  try {
+    for (std::size_t b = 0; b < blocks; ++b) {
+      block[b] = static_cast<std::byte*>(host_resource_->allocate_sync(chunk, host_alignment));
+    }
+    for (std::size_t i = 0; i < std::min(blocks, chunks); ++i) issue(i);
+    for (std::size_t i = 0; i < chunks; ++i) {
+      // Drain chunk i while the DMA of chunk i + 1 runs, then refill its block.
+      const std::size_t b = i % blocks;
+      runtime().synchronize(copied[b].get());
+      std::memcpy(dst + i * chunk, block[b], chunk_bytes(i));
+      if (i + blocks < chunks) issue(i + blocks);
+    }
+  } catch (...) {
+    for (std::size_t b = 0; b < blocks; ++b) {
+      if (block[b] != nullptr) host_resource_->deallocate(stream, block[b], chunk, host_alignment);
+    }
+    throw;
+  }
+  for (std::size_t b = 0; b < blocks; ++b) {
+    host_resource_->deallocate(stream, block[b], chunk, host_alignment);
+  }
+}
+
 void ArrayCore::fetch_stale_prefix(std::byte* dst, const char* reason,
                                    const std::source_location& where) {
+  if (single_buffer()) {
+    make_single_buffer_host_current(device_writer_.value_or(StreamRef{}), reason, where);
+    return;
+  }
   copy_to_host(dst, 0, host_valid_begin_, device_writer_.value_or(StreamRef{}), reason, where);
 }
 
@@ -379,7 +598,10 @@ std::byte* ArrayCore::acquire_host(Access access, std::optional<StreamRef> strea
   if (host_ == nullptr) {
     host_ = allocate_host(capacity_, host_pageable_);
   }
-  if (access != Access::discard && host_valid_begin_ > 0) {
+  if (access != Access::discard && host_valid_begin_ > 0 && single_buffer()) {
+    make_single_buffer_host_current(stream.value_or(device_writer_.value_or(StreamRef{})),
+                                    "host access after device writes", where);
+  } else if (access != Access::discard && host_valid_begin_ > 0) {
     const StreamRef copy_stream = stream.value_or(device_writer_.value_or(StreamRef{}));
     copy_to_host(host_, 0, host_valid_begin_, copy_stream,
                  access == Access::read ? "host read of a stale copy" : "host read_write of a stale copy",
@@ -401,6 +623,36 @@ std::byte* ArrayCore::acquire_device(Access access, StreamRef stream,
   forget_retired_streams();
   touch();
   if (size_ == 0) return device_;
+  if (single_buffer()) {
+    if (host_ == nullptr) host_ = allocate_host(capacity_, host_pageable_);
+    std::byte* const address = single_buffer_device_address();
+    if (access == Access::discard || access == Access::read_write) {
+      join_device_users(stream);
+    }
+    // cudaMemPrefetchAsync to a device needs concurrentManagedAccess; without it the driver
+    // migrates managed memory at each launch, and host access is still safe because it waits
+    // for this array's device work.
+    if (access != Access::discard && device_valid_end_ < size_ &&
+        storage_.mode == MemoryMode::managed &&
+        runtime().properties().concurrent_managed_access) {
+      // The host touched the data last: move it before the kernel faults it in page by page.
+      runtime().prefetch_async(host_, size_, Location::device, stream);
+      counters_.add_prefetch(size_);
+      trace_migration("prefetch to device", size_, "device access after host writes", this, where);
+    }
+    if (access == Access::read) {
+      wait_device_writer(stream);
+      add_device_user(stream);
+    } else {
+      set_device_exclusive(stream);
+    }
+    device_valid_end_ = size_;
+    if (access != Access::read) host_valid_begin_ = size_;
+    // A host writer must wait for this kernel, and appends must not overwrite what it reads.
+    host_read_end_ = std::max(host_read_end_, size_);
+    refresh_state();
+    return address;
+  }
   ensure_device_capacity(stream, access == Access::discard ? 0 : device_valid_end_);
   if (access == Access::discard) {
     join_device_users(stream);
@@ -424,6 +676,83 @@ std::byte* ArrayCore::acquire_device(Access access, StreamRef stream,
   if (access != Access::read) host_valid_begin_ = size_;
   refresh_state();
   return device_;
+}
+
+void ArrayCore::make_device_only(std::size_t bytes, StreamRef stream) {
+  std::lock_guard lock(mutex_);
+  SMARTARRAY_EXPECTS(size_ == 0 && host_ == nullptr && device_ == nullptr, logic_error,
+                     "make_device_only on an array that already holds ", size_, " bytes");
+  if (bytes == 0) return;
+  if (single_buffer()) {
+    host_ = allocate_host(bytes, host_pageable_);
+  } else {
+    register_eviction_hook_once();
+    device_ = static_cast<std::byte*>(device_resource_->allocate(stream, bytes));
+    device_capacity_ = bytes;
+    eviction_registry().add(this);
+  }
+  capacity_ = size_ = bytes;
+  host_valid_begin_ = device_valid_end_ = bytes;
+  set_device_exclusive(stream);
+  if (single_buffer()) host_read_end_ = bytes;
+  refresh_state();
+}
+
+void ArrayCore::wrap_device(std::byte* external, std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  SMARTARRAY_EXPECTS(external != nullptr || bytes == 0, logic_error,
+                     "wrap_device of a null pointer with a size of ", bytes, " bytes");
+  SMARTARRAY_EXPECTS(!single_buffer(), logic_error, "wrap_device of ", bytes,
+                     " bytes into an array in ", to_string(storage_.mode),
+                     " mode; external device memory needs the explicit or pageable mode");
+  SMARTARRAY_EXPECTS(size_ == 0 && host_ == nullptr && device_ == nullptr, logic_error,
+                     "wrap_device on an array that already holds ", size_, " bytes");
+  if (bytes == 0) return;
+  // Not registered for eviction: dropping the owner's buffer would free no memory.
+  device_ = external;
+  device_capacity_ = bytes;
+  device_external_ = true;
+  capacity_ = size_ = bytes;
+  host_valid_begin_ = device_valid_end_ = bytes;
+  refresh_state();
+}
+
+void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bool wait,
+                         const std::source_location& where) {
+  std::lock_guard lock(mutex_);
+  AcquireScope scope(this);
+  forget_retired_streams();
+  SMARTARRAY_EXPECTS(bytes <= size_, logic_error, "copy_out of ", bytes, " bytes from an array of ",
+                     size_, " bytes");
+  if (bytes == 0) return;
+  touch();
+  if (single_buffer()) {
+    // One buffer: read it on the host once its writer is done; nothing is copied or prefetched.
+    if (host_valid_begin_ > 0 && device_writer_) {
+      stream_wait_stream(stream, *device_writer_);
+      host_wait_stream(stream);
+      counters_.add_wait();
+    }
+    std::memcpy(dst, host_, bytes);
+    return;
+  }
+  const std::size_t from_device = std::min(host_valid_begin_, bytes);
+  if (from_device < bytes) {
+    std::memcpy(dst + from_device, host_ + from_device, bytes - from_device);
+  }
+  if (from_device == 0) return;
+  // The stale host prefix comes straight from the device into `dst`; the host copy stays stale.
+  wait_device_writer(stream);
+  runtime().copy_async(dst, device_, from_device, CopyKind::device_to_host, stream);
+  add_device_user(stream);
+  counters_.add_d2h(from_device);
+  trace_migration("D2H", from_device, "copy_to_host", this, where);
+  if (wait) {
+    PooledEvent done;
+    runtime().record(done.get(), stream);
+    runtime().synchronize(done.get());
+    counters_.add_wait();
+  }
 }
 
 void ArrayCore::host_changed() {
@@ -631,7 +960,11 @@ void ArrayCore::release_device_buffer() noexcept {
     std::cerr << "smartarray: ordering the free of a device buffer failed: " << error.what()
               << "\n";
   }
-  device_resource_->deallocate(last, device_, device_capacity_);
+  if (device_external_) {
+    device_external_ = false;  // the owner frees it
+  } else {
+    device_resource_->deallocate(last, device_, device_capacity_);
+  }
   device_ = nullptr;
   device_capacity_ = 0;
   device_writer_.reset();
@@ -647,6 +980,8 @@ void ArrayCore::release_all() noexcept {
   free_host(host_, capacity_, host_pageable_);
   host_ = nullptr;
   host_pageable_ = false;
+  device_writer_.reset();
+  device_users_.clear();
   size_ = capacity_ = host_valid_begin_ = device_valid_end_ = 0;
   refresh_state();
 }

@@ -2,10 +2,12 @@
  * @file smart_array.hpp
  * @brief `SmartArray<T>`: a `std::vector<T>` whose data lives where it was last needed.
  *
- * Each array holds a host copy (pinned, pooled) and a device copy (pooled), and knows which is
- * valid. Asking for a view on one side with an access intent makes that side valid with at most one
- * copy, and marks the other side stale when the access writes. Host element access and iterators
- * acquire the host side; kernels take `DeviceView`s from `device_view`.
+ * By default each array holds a host copy (pinned, pooled) and a device copy (pooled), and knows
+ * which is valid; `ArrayOptions::mode` chooses another mechanism behind the same API (mapped,
+ * managed or pageable memory, see memory_mode.hpp). Asking for a view on one side with an access
+ * intent makes that side valid with at most one copy, and marks the other side stale when the
+ * access writes. Host element access and iterators acquire the host side; kernels take
+ * `DeviceView`s from `device_view`.
  *
  * Host element access costs one predictable branch when the host side is already in the needed
  * state. Non-const access (`operator[]`, `begin()`, `end()`, `data()`) means "the host will write":
@@ -19,6 +21,7 @@
 #include <smartarray/device_view.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/memory_resource.hpp>
+#include <smartarray/memory_mode.hpp>
 #include <smartarray/observability.hpp>
 #include <smartarray/residency.hpp>
 #include <smartarray/stream.hpp>
@@ -50,9 +53,31 @@ struct ArrayOptions {
   /// when pinned memory cannot be had. A resource given here is never replaced: its failures throw.
   MemoryResource* host_resource = nullptr;
   MemoryResource* device_resource = nullptr;  ///< device storage; nullptr: `device_resource()`
+  /// How the data is stored and moved (memory_mode.hpp). Mapped and managed arrays take their one
+  /// buffer from the backend directly, not from the resources above.
+  MemoryMode mode = MemoryMode::explicit_copy;
+  /// Mapped mode: pinned for every CUDA context (cudaHostAllocPortable).
+  bool portable = false;
+  /// Mapped mode: write-combined memory (cudaHostAllocWriteCombined): faster for the device to
+  /// read over the bus, very slow for the host to read.
+  bool write_combined = false;
+  /// Explicit mode: throw instead of falling back to pageable memory when the default pinned
+  /// resource cannot allocate.
+  bool require_pinned = false;
 };
 
 namespace detail {
+
+/// The storage choices of `options` that the core needs.
+[[nodiscard]] inline StorageOptions storage_options(const ArrayOptions& options) noexcept {
+  return {.mode = options.mode,
+          .pinned_flags = (options.portable ? unsigned{pinned_portable} : 0U) |
+                          (options.write_combined ? unsigned{pinned_write_combined} : 0U),
+          .require_pinned = options.require_pinned};
+}
+
+/// Builds the device-only and wrapping arrays of numba.hpp, which need the core.
+struct ArrayFactory;
 
 /// `std::vector`'s synth-three-way: `<=>` where the element has it, else built from `<`.
 struct SynthThreeWay {
@@ -121,7 +146,7 @@ class SmartArray {
   /// @brief An empty array with the given resources.
   /// @param options the host and device resources.
   explicit SmartArray(const ArrayOptions& options)
-      : core_(options.host_resource, options.device_resource) {}
+      : core_(options.host_resource, options.device_resource, detail::storage_options(options)) {}
   /**
    * @brief `n` value-initialized elements, valid on the host.
    * @param n the number of elements.
@@ -593,12 +618,40 @@ class SmartArray {
 
   /// @brief True when `side` holds every element.
   [[nodiscard]] bool is_valid(Side side) const noexcept { return core_.valid(side); }
-  /// @brief This array's own transfer counters.
+  /// @brief This object's own transfer counters. They count the copies made through this object
+  ///        and stay with it: a swap or move exchanges the data, not the counts.
   [[nodiscard]] const TransferCounters& counters() const noexcept { return core_.counters(); }
   /// @brief A snapshot of this array's own transfers.
   [[nodiscard]] TransferStats transfer_stats() const noexcept { return core_.counters().snapshot(); }
+  /// @brief The memory mode chosen at construction.
+  [[nodiscard]] MemoryMode memory_mode() const noexcept { return core_.mode(); }
+
+  /**
+   * @brief Copies every element into `dest` without changing the residency (Numba's
+   *        `copy_to_host(ary)`).
+   *
+   * When the host copy is stale the elements come straight from the device on `stream` (one D2H)
+   * and the host copy stays stale; otherwise they are copied from the host copy (no transfer).
+   * Mapped and managed arrays have one buffer: it is read on the host once its device writer is
+   * done (no transfer, no prefetch), so `wait` does not apply to them.
+   * @param dest at least size() elements of host memory.
+   * @param stream the stream of the device-to-host copy.
+   * @param wait false: return once the copy is queued. Then `dest` must stay alive, and must not
+   *        be read, until `stream` is synchronized.
+   * @throws std::length_error when `dest` holds fewer than size() elements (naming both sizes).
+   */
+  void copy_to(std::span<T> dest, StreamRef stream = {}, bool wait = true,
+               std::source_location where = std::source_location::current()) const {
+    SMARTARRAY_EXPECTS(dest.size() >= size(), std::length_error,
+                       "copy_to_host: the destination holds ", dest.size(),
+                       " elements but the array has ", size());
+    core_.copy_out(reinterpret_cast<std::byte*>(dest.data()), size() * sizeof(T), stream, wait,
+                   where);
+  }
 
  private:
+  friend struct detail::ArrayFactory;
+
   [[nodiscard]] T* host_ptr() const noexcept { return reinterpret_cast<T*>(core_.host_data()); }
 
   [[nodiscard]] bool fast_host(Access access) const noexcept {

@@ -12,12 +12,15 @@
 #include <smartarray/device_view.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/for_each_index.hpp>
+#include <smartarray/host_registration.hpp>
 #include <smartarray/launch.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/memory_resource.hpp>
 #include <smartarray/memory/pool_resource.hpp>
 #include <smartarray/memory/statistics_adaptor.hpp>
 #include <smartarray/memory/upstream_resources.hpp>
+#include <smartarray/memory_mode.hpp>
+#include <smartarray/numba.hpp>
 #include <smartarray/observability.hpp>
 #include <smartarray/out.hpp>
 #include <smartarray/reduce.hpp>

@@ -8,6 +8,14 @@
  * append after the device was valid (only the new tail is missing on the device), or an append
  * while the host was stale (only the old prefix is missing on the host).
  *
+ * The memory mode (memory_mode.hpp) changes only the mechanism behind the same state:
+ * - explicit and pageable keep two buffers; pageable stages its copies through pinned pool blocks;
+ * - mapped and managed keep one buffer that both sides address (`device_` stays null). "Making a
+ *   side valid" then copies nothing: mapped does nothing, managed prefetches. The valid ranges
+ *   still say which side touched the data last, so that host access waits for device work and
+ *   managed memory moves only when the other side used it. A host writer waits for every device
+ *   user of the buffer, as an explicit-mode writer waits for the uploads reading it.
+ *
  * Pending work is tracked per array:
  * - the stream of the last operation that wrote the device buffer and the streams that used it
  *   since; their events are recorded lazily, only when another stream or the host must wait;
@@ -24,6 +32,7 @@
 #pragma once
 
 #include <smartarray/memory/memory_resource.hpp>
+#include <smartarray/memory_mode.hpp>
 #include <smartarray/observability.hpp>
 #include <smartarray/residency.hpp>
 #include <smartarray/stream.hpp>
@@ -39,10 +48,20 @@
 
 namespace smartarray::detail {
 
+/// How an array stores its data (the parts of ArrayOptions that the core needs).
+struct StorageOptions {
+  MemoryMode mode = MemoryMode::explicit_copy;
+  /// Extra `PinnedFlags` of mapped memory (portable, write-combined).
+  unsigned pinned_flags = pinned_default;
+  /// Explicit mode only: never fall back to pageable host memory.
+  bool require_pinned = false;
+};
+
 class ArrayCore {
  public:
   /// An empty, host-valid array using the given resources (nullptr: the current defaults).
-  ArrayCore(MemoryResource* host_resource, MemoryResource* device_resource);
+  ArrayCore(MemoryResource* host_resource, MemoryResource* device_resource,
+            const StorageOptions& storage = {});
   ~ArrayCore();
   /// Deep copy of the valid data of `other` (each side copies what it holds).
   ArrayCore(const ArrayCore& other);
@@ -53,6 +72,20 @@ class ArrayCore {
   /// Exchanges the whole state of two arrays (O(1)).
   void swap(ArrayCore& other) noexcept;
 
+  /// Makes this empty array hold `bytes` uninitialized bytes valid on the device only, written
+  /// on `stream`. Two-buffer modes allocate no host memory until the host needs it.
+  void make_device_only(std::size_t bytes, StreamRef stream);
+  /// Makes this empty explicit-mode array a device-valid view of `bytes` bytes of external device
+  /// memory at `external`. Nothing is copied and the buffer is never freed; growth moves the data
+  /// to pooled memory and leaves the external buffer as it is.
+  void wrap_device(std::byte* external, std::size_t bytes);
+  /// Copies `bytes` bytes of the valid data to `dst` (host memory) on `stream` without changing
+  /// the residency: from the device when the host copy is stale (one D2H), else with a memcpy.
+  /// With `wait` false the device copy may still run when this returns.
+  void copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bool wait,
+                const std::source_location& where);
+
+  [[nodiscard]] MemoryMode mode() const noexcept { return storage_.mode; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
@@ -65,7 +98,8 @@ class ArrayCore {
   }
   /// The host buffer, without any acquire (may be stale or null).
   [[nodiscard]] std::byte* host_data() const noexcept { return host_; }
-  /// The device buffer, without any acquire (may be stale or null).
+  /// The device buffer, without any acquire (may be stale or null; null in mapped and managed
+  /// modes, whose device views address the host buffer).
   [[nodiscard]] std::byte* device_data() const noexcept { return device_; }
 
   /// Makes the host copy valid for `access` and returns it. `stream` carries a needed copy;
@@ -154,6 +188,20 @@ class ArrayCore {
 
   /// Publishes validity to the atomic fast-path flags (any thread, eviction included).
   void refresh_flags() noexcept;
+  /// Mapped and managed modes: one buffer that both sides address.
+  [[nodiscard]] bool single_buffer() const noexcept {
+    return storage_.mode == MemoryMode::mapped || storage_.mode == MemoryMode::managed;
+  }
+  /// The address device views use for the single buffer.
+  [[nodiscard]] std::byte* single_buffer_device_address() const;
+  /// Single buffer: makes the host side current after device writes (managed: prefetch to host).
+  void make_single_buffer_host_current(StreamRef stream, const char* reason,
+                                       const std::source_location& where);
+  /// Pageable mode: the staged copies, one logical transfer each.
+  void staged_copy_to_device(std::byte* dst, const std::byte* src, std::size_t bytes,
+                             StreamRef stream);
+  void staged_copy_to_host(std::byte* dst, const std::byte* src, std::size_t bytes,
+                           StreamRef stream);
   /// Drops streams destroyed through `Stream` from the pending work (their work is complete).
   void forget_retired_streams();
   /// refresh_flags() plus the lock-free resize window (the owner's operations only).
@@ -188,6 +236,9 @@ class ArrayCore {
 
   MemoryResource* host_resource_;
   MemoryResource* device_resource_;
+  StorageOptions storage_;
+  /// The device buffer is external memory (wrap_device): never freed, never evicted.
+  bool device_external_ = false;
   /// Only the default pinned resource falls back to pageable memory: a resource the user chose is
   /// never silently replaced, and its failures propagate.
   bool host_fallback_;
