@@ -80,13 +80,7 @@ std::string joined(const Findings& findings) {
   return out.str();
 }
 
-/// Blocks `stream` until the returned promise is set.
-std::promise<void> gate(sa::StreamRef stream) {
-  std::promise<void> release;
-  auto opened = std::make_shared<std::shared_future<void>>(release.get_future().share());
-  sa::detail::runtime().launch_host_func(stream, [opened] { opened->wait(); });
-  return release;
-}
+using sa::test::gate;
 
 /// The inputs of one owner thread, drawn on the test thread (the test generator is not shared).
 struct OwnerInputs {

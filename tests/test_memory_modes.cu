@@ -34,13 +34,7 @@ using sa::test::scaled;
 constexpr std::size_t n = 4000;
 constexpr std::size_t bytes = n * sizeof(float);
 
-/// Blocks `stream` until the returned promise is set.
-std::promise<void> gate(sa::StreamRef stream) {
-  std::promise<void> release;
-  auto opened = std::make_shared<std::shared_future<void>>(release.get_future().share());
-  sa::detail::runtime().launch_host_func(stream, [opened] { opened->wait(); });
-  return release;
-}
+using sa::test::gate;
 
 /// Opens the gate from another thread after a delay, so that a host call that forgets to wait
 /// runs before the gated work.

@@ -29,13 +29,7 @@ using sa::test::scaled;
 
 constexpr std::size_t n = 4000;
 
-/// Blocks `stream` until the returned promise is set: proves that the host does not wait for it.
-std::promise<void> gate(sa::StreamRef stream) {
-  std::promise<void> release;
-  auto opened = std::make_shared<std::shared_future<void>>(release.get_future().share());
-  sa::detail::runtime().launch_host_func(stream, [opened] { opened->wait(); });
-  return release;
-}
+using sa::test::gate;
 
 }  // namespace
 

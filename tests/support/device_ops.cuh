@@ -5,6 +5,8 @@
 #include <smartarray/for_each_index.hpp>
 #include <smartarray/smart_array.hpp>
 
+#include <future>
+#include <memory>
 #include <vector>
 
 namespace smartarray::test {
@@ -44,6 +46,15 @@ void fill_view(DeviceView<T> v, T value, StreamRef stream = {}) {
 template <typename T>
 void fill_on_device(SmartArray<T>& a, T value, StreamRef stream = {}) {
   fill_view(a.device_view(Access::discard, stream), value, stream);
+}
+
+/// Blocks `stream` until the returned promise is set: work queued behind it stays pending, which
+/// proves that the host does not wait for it.
+inline std::promise<void> gate(StreamRef stream) {
+  std::promise<void> release;
+  auto opened = std::make_shared<std::shared_future<void>>(release.get_future().share());
+  detail::runtime().launch_host_func(stream, [opened] { opened->wait(); });
+  return release;
 }
 
 /// The host contents of `a`, read through a const view (the device copy stays valid).
