@@ -12,6 +12,8 @@
 #include <smartarray/memory_mode.hpp>
 #include <smartarray/detail/cuda_check.hpp>
 
+#include "bench_support.cuh"
+
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -26,19 +28,9 @@ using sa::Access;
 
 namespace {
 
-bool need_cuda(benchmark::State& state) {
-  if (sa::backend() == sa::BackendKind::cuda) return true;
-  state.SkipWithError("needs the cuda backend");
-  return false;
-}
-
-std::vector<float> random_floats(std::size_t n) {
-  std::mt19937 rng(42);
-  std::uniform_real_distribution<float> dist(0.5F, 2.0F);
-  std::vector<float> out(n);
-  for (auto& v : out) v = dist(rng);
-  return out;
-}
+using sa::bench::CallTimer;
+using sa::bench::need_cuda;
+using sa::bench::random_floats;
 
 __global__ void scale_kernel(float* data, std::size_t n) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -58,28 +50,12 @@ void launch_scale(float* data, std::size_t n, cudaStream_t stream) {
   SMARTARRAY_CUDA_TRY(cudaGetLastError(), "launch scale_kernel on ", n, " floats");
 }
 
-/// Times one call per iteration with CUDA events on `stream`, which is idle at the start.
+/// Times one call per iteration (see CallTimer) and labels the run with its size and kernels.
 template <typename Call>
 void time_calls(benchmark::State& state, cudaStream_t stream, Call&& call, std::size_t n,
                 int kernels) {
-  call();  // warm-up: first-touch allocations, module load
-  SMARTARRAY_CUDA_TRY(cudaStreamSynchronize(stream), "synchronize after warm-up");
-  cudaEvent_t start = nullptr;
-  cudaEvent_t stop = nullptr;
-  SMARTARRAY_CUDA_TRY(cudaEventCreate(&start), "create a timing event");
-  SMARTARRAY_CUDA_TRY(cudaEventCreate(&stop), "create a timing event");
-  for (auto _ : state) {
-    SMARTARRAY_CUDA_TRY(cudaEventRecord(start, stream), "record the start event");
-    call();
-    SMARTARRAY_CUDA_TRY(cudaEventRecord(stop, stream), "record the stop event");
-    SMARTARRAY_CUDA_TRY(cudaEventSynchronize(stop), "wait for the stop event");
-    float ms = 0;
-    SMARTARRAY_CUDA_TRY(cudaEventElapsedTime(&ms, start, stop), "read the elapsed time");
-    state.SetIterationTime(static_cast<double>(ms) / 1e3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float) * 2));
+  CallTimer timer(stream);
+  timer.run(state, call, n * sizeof(float) * 2);
   state.counters["kernels"] = kernels;
   state.counters["elements"] = static_cast<double>(n);
 }
