@@ -248,7 +248,6 @@ void chain(benchmark::State& state, Contender who) {
   const cudaStream_t stream = owner.ref().cuda_stream();
   CallTimer timer(stream);
   const std::vector<float> source = random_floats(n, 11);
-  std::vector<float> result(n);
   float checksum = 0;
 
   switch (who) {
