@@ -440,7 +440,7 @@ void ArrayCore::ensure_device_capacity(StreamRef stream, std::size_t keep) {
 }
 
 void ArrayCore::copy_to_device(std::size_t begin, std::size_t end, StreamRef stream,
-                               const char* reason, const std::source_location& where) {
+                               const char* reason, const smartarray::source_location& where) {
   // The copy writes the device buffer: it follows every earlier use of it on other streams.
   join_device_users(stream);
   if (storage_.mode == MemoryMode::pageable) {
@@ -463,7 +463,7 @@ void ArrayCore::copy_to_device(std::size_t begin, std::size_t end, StreamRef str
 }
 
 void ArrayCore::copy_to_host(std::byte* dst, std::size_t begin, std::size_t end, StreamRef stream,
-                             const char* reason, const std::source_location& where) {
+                             const char* reason, const smartarray::source_location& where) {
   wait_device_writer(stream);
   if (storage_.mode == MemoryMode::pageable) {
     add_device_user(stream);
@@ -491,7 +491,7 @@ std::byte* ArrayCore::single_buffer_device_address() const {
 }
 
 void ArrayCore::make_single_buffer_host_current(StreamRef stream, const char* reason,
-                                                const std::source_location& where) {
+                                                const smartarray::source_location& where) {
   wait_device_writer(stream);
   if (storage_.mode == MemoryMode::managed && runtime().properties().concurrent_managed_access) {
     // The device wrote last: bring the pages back in one migration instead of host page faults.
@@ -580,7 +580,7 @@ void ArrayCore::staged_copy_to_host(std::byte* dst, const std::byte* src, std::s
 }
 
 void ArrayCore::fetch_stale_prefix(std::byte* dst, const char* reason,
-                                   const std::source_location& where) {
+                                   const smartarray::source_location& where) {
   if (single_buffer()) {
     make_single_buffer_host_current(device_writer_.value_or(StreamRef{}), reason, where);
     return;
@@ -589,7 +589,7 @@ void ArrayCore::fetch_stale_prefix(std::byte* dst, const char* reason,
 }
 
 std::byte* ArrayCore::acquire_host(Access access, std::optional<StreamRef> stream,
-                                   const std::source_location& where) {
+                                   const smartarray::source_location& where) {
   std::lock_guard lock(mutex_);
   AcquireScope scope(this);
   forget_retired_streams();
@@ -617,7 +617,7 @@ std::byte* ArrayCore::acquire_host(Access access, std::optional<StreamRef> strea
 }
 
 std::byte* ArrayCore::acquire_device(Access access, StreamRef stream,
-                                     const std::source_location& where) {
+                                     const smartarray::source_location& where) {
   std::lock_guard lock(mutex_);
   AcquireScope scope(this);
   forget_retired_streams();
@@ -718,7 +718,7 @@ void ArrayCore::wrap_device(std::byte* external, std::size_t bytes) {
 }
 
 void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bool wait,
-                         const std::source_location& where) {
+                         const smartarray::source_location& where) {
   std::lock_guard lock(mutex_);
   AcquireScope scope(this);
   forget_retired_streams();
@@ -822,7 +822,7 @@ void ArrayCore::truncate_locked(std::size_t new_size) noexcept {
 }
 
 std::byte* ArrayCore::insert_gap(std::size_t pos, std::size_t bytes,
-                                 const std::source_location& where) {
+                                 const smartarray::source_location& where) {
   std::lock_guard lock(mutex_);
   AcquireScope scope(this);
   touch();
@@ -866,7 +866,7 @@ std::byte* ArrayCore::insert_gap(std::size_t pos, std::size_t bytes,
 }
 
 std::byte* ArrayCore::erase_range(std::size_t pos, std::size_t bytes,
-                                  const std::source_location& where) {
+                                  const smartarray::source_location& where) {
   std::lock_guard lock(mutex_);
   AcquireScope scope(this);
   touch();
@@ -938,7 +938,7 @@ std::size_t ArrayCore::evict_device_locked(bool allow_dirty) {
   if (host_valid_begin_ > 0) {
     if (!allow_dirty) return 0;
     if (host_ == nullptr) host_ = allocate_host(capacity_, host_pageable_);
-    fetch_stale_prefix(host_, "eviction of a dirty device copy", std::source_location::current());
+    fetch_stale_prefix(host_, "eviction of a dirty device copy", smartarray::source_location::current());
     host_valid_begin_ = 0;
   }
   const std::size_t released = device_capacity_;

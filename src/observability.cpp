@@ -75,11 +75,11 @@ std::function<void(const std::string&)> set_expect_transfers_handler(
   return old;
 }
 
-ExpectTransfers::ExpectTransfers(Transfers expected, std::source_location where)
+ExpectTransfers::ExpectTransfers(Transfers expected, smartarray::source_location where)
     : ExpectTransfers(global_counters(), expected, where) {}
 
 ExpectTransfers::ExpectTransfers(const TransferCounters& counters, Transfers expected,
-                                 std::source_location where)
+                                 smartarray::source_location where)
     : counters_(&counters), start_(counters.snapshot()), expected_(expected), where_(where) {}
 
 TransferStats ExpectTransfers::observed() const noexcept { return counters_->snapshot() - start_; }
@@ -132,7 +132,7 @@ bool trace_enabled() noexcept { return trace_sink() != nullptr; }
 
 namespace detail {
 void trace_migration(const char* direction, std::uint64_t bytes, const char* reason,
-                     const void* array, const std::source_location& where) {
+                     const void* array, const smartarray::source_location& where) {
   std::FILE* sink = trace_sink();
   if (sink == nullptr) return;
   static std::mutex mutex;

@@ -16,7 +16,6 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
@@ -138,7 +137,7 @@ __global__ void shaped_kernel(sa::ShapedView<const float, 2> in,
 #define SKIP_ON_HOST_BACKEND()                                                  \
   if (sa::test::on_host_backend()) GTEST_SKIP() << "a raw __global__ kernel needs the cuda backend"
 
-std::source_location where_of(const sa::GridDim& grid) { return grid.where(); }
+smartarray::source_location where_of(const sa::GridDim& grid) { return grid.where(); }
 
 std::vector<float> added(const std::vector<float>& a, const std::vector<float>& b) {
   std::vector<float> out(a.size());

@@ -19,7 +19,6 @@
 #include <smartarray/detail/runtime.hpp>
 
 #include <cstddef>
-#include <source_location>
 #include <type_traits>
 
 namespace smartarray {
@@ -36,7 +35,7 @@ namespace smartarray {
  */
 template <typename T>
 void copy(SmartArray<T>& dst, const SmartArray<T>& src, StreamRef stream = {},
-          std::source_location where = std::source_location::current()) {
+          smartarray::source_location where = smartarray::source_location::current()) {
   SMARTARRAY_EXPECTS(dst.size() == src.size(), logic_error, "copy of ", src.size(),
                      " elements into an array of ", dst.size(),
                      " elements: the sizes must be equal");
@@ -68,7 +67,7 @@ inline namespace SMARTARRAY_KERNEL_ABI {
  */
 template <typename T>
 void fill(SmartArray<T>& a, std::type_identity_t<T> value, StreamRef stream = {},
-          std::source_location where = std::source_location::current()) {
+          smartarray::source_location where = smartarray::source_location::current()) {
   if (a.empty()) return;
   detail::require_kernel_compiler("fill", a.size());
   for_each_index(a.size(), detail::FillOp<T>{a.device_view(Access::discard, stream, where), value},

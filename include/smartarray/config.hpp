@@ -29,3 +29,39 @@
 #define SMARTARRAY_DEBUG_CHECKS 1
 #endif
 #endif
+
+#include <cstdint>
+#include <source_location>
+
+namespace smartarray {
+
+#if defined(__cpp_lib_source_location)
+/// Where an API call was made, for error messages and traces.
+using source_location = std::source_location;
+#else
+/// std::source_location for standard libraries that declare it only with a builtin this compiler
+/// lacks (libstdc++ 12 with clang 14, which builds the libFuzzer target): file, function and line.
+class source_location {
+ public:
+  static constexpr source_location current(const char* file = __builtin_FILE(),
+                                           const char* function = __builtin_FUNCTION(),
+                                           std::uint_least32_t line = __builtin_LINE()) noexcept {
+    source_location here;
+    here.file_ = file;
+    here.function_ = function;
+    here.line_ = line;
+    return here;
+  }
+  constexpr const char* file_name() const noexcept { return file_; }
+  constexpr const char* function_name() const noexcept { return function_; }
+  constexpr std::uint_least32_t line() const noexcept { return line_; }
+  constexpr std::uint_least32_t column() const noexcept { return 0; }
+
+ private:
+  const char* file_ = "";
+  const char* function_ = "";
+  std::uint_least32_t line_ = 0;
+};
+#endif
+
+}  // namespace smartarray

@@ -35,6 +35,7 @@
  */
 #pragma once
 
+#include <smartarray/config.hpp>
 #include <smartarray/device_view.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/out.hpp>
@@ -53,7 +54,6 @@
 #include <array>
 #include <concepts>
 #include <cstddef>
-#include <source_location>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -127,16 +127,16 @@ class GridDim {
    */
   template <typename G>
     requires std::convertible_to<G, dim3>
-  GridDim(G grid, std::source_location where = std::source_location::current())  // NOLINT
+  GridDim(G grid, smartarray::source_location where = smartarray::source_location::current())  // NOLINT
       : dim_(grid), where_(where) {}
   /// @brief The grid size.
   [[nodiscard]] dim3 dim() const noexcept { return dim_; }
   /// @brief Where the launch was called.
-  [[nodiscard]] const std::source_location& where() const noexcept { return where_; }
+  [[nodiscard]] const smartarray::source_location& where() const noexcept { return where_; }
 
  private:
   dim3 dim_;
-  std::source_location where_;
+  smartarray::source_location where_;
 };
 
 namespace detail {
@@ -288,7 +288,7 @@ constexpr bool check_array_binding() {
 /// Acquires the array of argument `A` for parameter `P` and returns the parameter's value.
 template <typename P, typename A>
 P acquire_parameter(std::remove_reference_t<A>& argument, StreamRef stream,
-                    const std::source_location& where) {
+                    const smartarray::source_location& where) {
   using Arg = ArrayArgumentOf<A>;
   using E = typename KernelParam<P>::element;
   constexpr Access access = binding_access<P, A>();
@@ -308,7 +308,7 @@ P acquire_parameter(std::remove_reference_t<A>& argument, StreamRef stream,
 
 /// First pass: binds every argument except those under `out()`, which get a placeholder.
 template <typename P, typename A>
-P bind_argument(A&& argument, StreamRef stream, const std::source_location& where) {
+P bind_argument(A&& argument, StreamRef stream, const smartarray::source_location& where) {
   if constexpr (!is_array_argument_v<A>) {
     static_assert(std::is_convertible_v<A&&, P>,
                   "launch: an argument does not convert to the type of its kernel parameter");
@@ -325,7 +325,7 @@ P bind_argument(A&& argument, StreamRef stream, const std::source_location& wher
 /// Second pass: binds the arguments under `out()`, after every read of the first pass.
 template <typename P, typename A>
 void bind_discarded(P& parameter, std::remove_reference_t<A>& argument, StreamRef stream,
-                    const std::source_location& where) {
+                    const smartarray::source_location& where) {
   if constexpr (is_array_argument_v<A>) {
     if constexpr (check_array_binding<P, A>() && binding_access<P, A>() == Access::discard) {
       parameter = acquire_parameter<P, A>(argument, stream, where);
@@ -338,7 +338,7 @@ struct TypeList {};
 
 template <typename... Params, std::size_t... I, typename... Args>
 std::tuple<Params...> bind_kernel_args(TypeList<Params...>, std::index_sequence<I...>,
-                                       StreamRef stream, const std::source_location& where,
+                                       StreamRef stream, const smartarray::source_location& where,
                                        Args&&... args) {
   std::tuple<Params...> parameters{
       bind_argument<Params>(std::forward<Args>(args), stream, where)...};
@@ -403,7 +403,7 @@ template <typename... Params, typename... Args>
   (void)kernel;
   return detail::bind_kernel_args(detail::TypeList<Params...>{},
                                   std::index_sequence_for<Params...>{}, stream,
-                                  std::source_location::current(), std::forward<Args>(args)...);
+                                  smartarray::source_location::current(), std::forward<Args>(args)...);
 }
 
 /**

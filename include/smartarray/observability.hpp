@@ -9,11 +9,12 @@
  */
 #pragma once
 
+#include <smartarray/config.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <source_location>
 #include <string>
 
 namespace smartarray {
@@ -104,10 +105,10 @@ class ExpectTransfers {
  public:
   /// @brief Watches the global counters.
   explicit ExpectTransfers(Transfers expected,
-                           std::source_location where = std::source_location::current());
+                           smartarray::source_location where = smartarray::source_location::current());
   /// @brief Watches `counters` (for example an array's own, `a.counters()`).
   ExpectTransfers(const TransferCounters& counters, Transfers expected,
-                  std::source_location where = std::source_location::current());
+                  smartarray::source_location where = smartarray::source_location::current());
   ~ExpectTransfers();
   ExpectTransfers(const ExpectTransfers&) = delete;
   ExpectTransfers& operator=(const ExpectTransfers&) = delete;
@@ -121,7 +122,7 @@ class ExpectTransfers {
   const TransferCounters* counters_;
   TransferStats start_;
   Transfers expected_;
-  std::source_location where_;
+  smartarray::source_location where_;
 };
 
 /// @brief Replaces the handler that `ExpectTransfers` calls on a mismatch. Returns the old one.
@@ -134,7 +135,7 @@ std::function<void(const std::string&)> set_expect_transfers_handler(
 namespace detail {
 /// Writes one trace line: direction, bytes, reason and call site. No-op unless tracing.
 void trace_migration(const char* direction, std::uint64_t bytes, const char* reason,
-                     const void* array, const std::source_location& where);
+                     const void* array, const smartarray::source_location& where);
 }  // namespace detail
 
 }  // namespace smartarray

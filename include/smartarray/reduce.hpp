@@ -32,7 +32,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <source_location>
 #include <type_traits>
 #include <utility>
 
@@ -85,7 +84,7 @@ inline namespace SMARTARRAY_KERNEL_ABI {
 template <typename T, typename Op>
 [[nodiscard]] SmartArray<T> reduce_async(
     const SmartArray<T>& a, std::type_identity_t<T> init, Op op, StreamRef stream = {},
-    std::source_location where = std::source_location::current()) {
+    smartarray::source_location where = smartarray::source_location::current()) {
   SmartArray<T> result(1, init);
   if (a.empty()) return result;
   detail::require_kernel_compiler("reduce", a.size());
@@ -126,7 +125,7 @@ template <typename T, typename Op>
 template <typename T, typename Op>
 [[nodiscard]] T reduce(const SmartArray<T>& a, std::type_identity_t<T> init, Op op,
                        StreamRef stream = {},
-                       std::source_location where = std::source_location::current()) {
+                       smartarray::source_location where = smartarray::source_location::current()) {
   const SmartArray<T> result = reduce_async(a, init, std::move(op), stream, where);
   return result.host_view(stream, where)[0];
 }

@@ -38,7 +38,6 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <source_location>
 #include <span>
 #include <stdexcept>
 #include <type_traits>
@@ -415,7 +414,7 @@ class SmartArray {
       return host_ptr() + begin;
     }
     std::byte* host = core_.erase_range(begin * sizeof(T), (end - begin) * sizeof(T),
-                                        std::source_location::current());
+                                        smartarray::source_location::current());
     return reinterpret_cast<T*>(host) + begin;
   }
 
@@ -559,14 +558,14 @@ class SmartArray {
    */
   [[nodiscard]] std::span<T> host_view(
       Access access = Access::read_write, std::optional<StreamRef> stream = std::nullopt,
-      std::source_location where = std::source_location::current()) {
+      smartarray::source_location where = smartarray::source_location::current()) {
     if (!fast_host(access)) core_.acquire_host(access, stream, where);
     return {host_ptr(), size()};
   }
   /// @brief The host copy for reading.
   [[nodiscard]] std::span<const T> host_view(
       std::optional<StreamRef> stream = std::nullopt,
-      std::source_location where = std::source_location::current()) const {
+      smartarray::source_location where = smartarray::source_location::current()) const {
     if (!core_.host_readable()) core_.acquire_host(Access::read, stream, where);
     return {host_ptr(), size()};
   }
@@ -582,13 +581,13 @@ class SmartArray {
    */
   [[nodiscard]] DeviceView<T> device_view(
       Access access, StreamRef stream = {},
-      std::source_location where = std::source_location::current()) {
+      smartarray::source_location where = smartarray::source_location::current()) {
     auto* ptr = reinterpret_cast<T*>(core_.acquire_device(access, stream, where));
     return {ptr, size()};
   }
   /// @brief The device copy for reading on `stream`.
   [[nodiscard]] DeviceView<const T> device_view(
-      StreamRef stream = {}, std::source_location where = std::source_location::current()) const {
+      StreamRef stream = {}, smartarray::source_location where = smartarray::source_location::current()) const {
     auto* ptr = reinterpret_cast<const T*>(core_.acquire_device(Access::read, stream, where));
     return {ptr, size()};
   }
@@ -597,7 +596,7 @@ class SmartArray {
 
   /// @brief Numba's `host()`: the host copy, refreshed if stale, not marked changed. After writing
   ///        through it, call host_changed().
-  [[nodiscard]] std::span<T> host(std::source_location where = std::source_location::current()) {
+  [[nodiscard]] std::span<T> host(smartarray::source_location where = smartarray::source_location::current()) {
     if (!core_.host_readable()) core_.acquire_host(Access::read, std::nullopt, where);
     core_.wait_host_readers();
     return {host_ptr(), size()};
@@ -605,7 +604,7 @@ class SmartArray {
   /// @brief Numba's `gpu()`: the device copy, refreshed if stale, not marked changed. After a
   ///        kernel writes it, call gpu_changed().
   [[nodiscard]] DeviceView<T> gpu(StreamRef stream = {},
-                                  std::source_location where = std::source_location::current()) {
+                                  smartarray::source_location where = smartarray::source_location::current()) {
     return device_view(Access::read, stream, where);
   }
   /// @brief Numba's `host_changed()`: the host copy was modified; the device copy becomes stale.
@@ -641,7 +640,7 @@ class SmartArray {
    * @throws std::length_error when `dest` holds fewer than size() elements (naming both sizes).
    */
   void copy_to(std::span<T> dest, StreamRef stream = {}, bool wait = true,
-               std::source_location where = std::source_location::current()) const {
+               smartarray::source_location where = smartarray::source_location::current()) const {
     SMARTARRAY_EXPECTS(dest.size() >= size(), std::length_error,
                        "copy_to_host: the destination holds ", dest.size(),
                        " elements but the array has ", size());
@@ -658,7 +657,7 @@ class SmartArray {
     return access == Access::read ? core_.host_readable() : core_.host_writable();
   }
   void acquire_host_slow(Access access) const {
-    core_.acquire_host(access, std::nullopt, std::source_location::current());
+    core_.acquire_host(access, std::nullopt, smartarray::source_location::current());
   }
   void check_index(size_type i) const {
     SMARTARRAY_EXPECTS(i < size(), std::out_of_range, "SmartArray::at(", i,
@@ -697,7 +696,7 @@ class SmartArray {
     if (count > max_size() - old) [[unlikely]] throw_too_long(count, what);
     if (index == old) return grow_to(old + count, what) + index;
     std::byte* host =
-        core_.insert_gap(index * sizeof(T), count * sizeof(T), std::source_location::current());
+        core_.insert_gap(index * sizeof(T), count * sizeof(T), smartarray::source_location::current());
     return reinterpret_cast<T*>(host) + index;
   }
   /// Inserts `T(args...)` at `index`; the value is built before the array changes.

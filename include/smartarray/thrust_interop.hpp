@@ -25,6 +25,7 @@
 #error "smartarray/thrust_interop.hpp needs nvcc: Thrust's device system is CUDA"
 #endif
 
+#include <smartarray/config.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/residency.hpp>
 #include <smartarray/runtime.hpp>
@@ -33,7 +34,6 @@
 
 #include <thrust/device_ptr.h>
 
-#include <source_location>
 
 namespace smartarray {
 namespace detail {
@@ -59,7 +59,7 @@ inline void require_writing_access(const char* what, Access access) {
 template <typename T>
 [[nodiscard]] thrust::device_ptr<const T> device_begin(
     const SmartArray<T>& a, StreamRef stream = {},
-    std::source_location where = std::source_location::current()) {
+    smartarray::source_location where = smartarray::source_location::current()) {
   detail::require_thrust_backend("device_begin", Access::read);
   return thrust::device_ptr<const T>(a.device_view(stream, where).data());
 }
@@ -75,7 +75,7 @@ template <typename T>
 template <typename T>
 [[nodiscard]] thrust::device_ptr<const T> device_end(
     const SmartArray<T>& a, StreamRef stream = {},
-    std::source_location where = std::source_location::current()) {
+    smartarray::source_location where = smartarray::source_location::current()) {
   return device_begin(a, stream, where) + static_cast<std::ptrdiff_t>(a.size());
 }
 
@@ -93,7 +93,7 @@ template <typename T>
 template <typename T>
 [[nodiscard]] thrust::device_ptr<T> device_begin(
     SmartArray<T>& a, Access access, StreamRef stream = {},
-    std::source_location where = std::source_location::current()) {
+    smartarray::source_location where = smartarray::source_location::current()) {
   detail::require_writing_access("device_begin", access);
   detail::require_thrust_backend("device_begin", access);
   return thrust::device_ptr<T>(a.device_view(access, stream, where).data());
@@ -112,7 +112,7 @@ template <typename T>
 template <typename T>
 [[nodiscard]] thrust::device_ptr<T> device_end(
     SmartArray<T>& a, Access access, StreamRef stream = {},
-    std::source_location where = std::source_location::current()) {
+    smartarray::source_location where = smartarray::source_location::current()) {
   detail::require_writing_access("device_end", access);
   return device_begin(a, access, stream, where) + static_cast<std::ptrdiff_t>(a.size());
 }

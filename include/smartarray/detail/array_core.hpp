@@ -31,6 +31,7 @@
  */
 #pragma once
 
+#include <smartarray/config.hpp>
 #include <smartarray/memory/memory_resource.hpp>
 #include <smartarray/memory_mode.hpp>
 #include <smartarray/observability.hpp>
@@ -43,7 +44,6 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <source_location>
 #include <vector>
 
 namespace smartarray::detail {
@@ -83,7 +83,7 @@ class ArrayCore {
   /// the residency: from the device when the host copy is stale (one D2H), else with a memcpy.
   /// With `wait` false the device copy may still run when this returns.
   void copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bool wait,
-                const std::source_location& where);
+                const smartarray::source_location& where);
 
   [[nodiscard]] MemoryMode mode() const noexcept { return storage_.mode; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
@@ -105,9 +105,9 @@ class ArrayCore {
   /// Makes the host copy valid for `access` and returns it. `stream` carries a needed copy;
   /// by default the stream of the last device writer.
   std::byte* acquire_host(Access access, std::optional<StreamRef> stream,
-                          const std::source_location& where);
+                          const smartarray::source_location& where);
   /// Makes the device copy valid for `access` on `stream` and returns it.
-  std::byte* acquire_device(Access access, StreamRef stream, const std::source_location& where);
+  std::byte* acquire_device(Access access, StreamRef stream, const smartarray::source_location& where);
   /// Numba's host_changed(): the host copy was modified in place; the device copy becomes stale.
   void host_changed();
   /// Numba's gpu_changed(): the device copy was modified on `stream`; the host copy becomes stale.
@@ -148,10 +148,10 @@ class ArrayCore {
   /// Opens a gap of `bytes` at `pos` (< size) and returns the host buffer; the caller writes the
   /// gap. The host copy is made whole first (one copy of a stale prefix) and the device copy
   /// becomes stale. Reallocates geometrically when needed, moving each element once.
-  std::byte* insert_gap(std::size_t pos, std::size_t bytes, const std::source_location& where);
+  std::byte* insert_gap(std::size_t pos, std::size_t bytes, const smartarray::source_location& where);
   /// Removes [pos, pos + bytes), which ends before the size, and returns the host buffer. The host
   /// copy is made whole first (one copy of a stale prefix) and the device copy becomes stale.
-  std::byte* erase_range(std::size_t pos, std::size_t bytes, const std::source_location& where);
+  std::byte* erase_range(std::size_t pos, std::size_t bytes, const smartarray::source_location& where);
   /// Sets the size to `new_size` bytes for a host overwrite of every element and returns the host
   /// buffer: nothing is copied and the device copy becomes stale. Growth allocates exactly
   /// `new_size` bytes and moves nothing.
@@ -196,7 +196,7 @@ class ArrayCore {
   [[nodiscard]] std::byte* single_buffer_device_address() const;
   /// Single buffer: makes the host side current after device writes (managed: prefetch to host).
   void make_single_buffer_host_current(StreamRef stream, const char* reason,
-                                       const std::source_location& where);
+                                       const smartarray::source_location& where);
   /// Pageable mode: the staged copies, one logical transfer each.
   void staged_copy_to_device(std::byte* dst, const std::byte* src, std::size_t bytes,
                              StreamRef stream);
@@ -218,12 +218,12 @@ class ArrayCore {
   /// Gives the device buffer room for `size_`, moving its first `keep` bytes when it reallocates.
   void ensure_device_capacity(StreamRef stream, std::size_t keep);
   void copy_to_device(std::size_t begin, std::size_t end, StreamRef stream, const char* reason,
-                      const std::source_location& where);
+                      const smartarray::source_location& where);
   /// Copies device bytes [begin, end) to `dst + begin` (the host buffer, or its replacement).
   void copy_to_host(std::byte* dst, std::size_t begin, std::size_t end, StreamRef stream,
-                    const char* reason, const std::source_location& where);
+                    const char* reason, const smartarray::source_location& where);
   /// Copies the stale host prefix from the device on the last writer's stream.
-  void fetch_stale_prefix(std::byte* dst, const char* reason, const std::source_location& where);
+  void fetch_stale_prefix(std::byte* dst, const char* reason, const smartarray::source_location& where);
   void wait_host_readers_locked();
   /// Makes `stream` wait for every other stream that used the device buffer.
   void join_device_users(StreamRef stream);
