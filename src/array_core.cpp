@@ -203,15 +203,13 @@ void ArrayCore::swap(ArrayCore& other) noexcept {
   other.refresh_state();
 }
 
-void ArrayCore::refresh_flags() noexcept {
-  const bool readable = host_valid_begin_ == 0;
-  host_readable_.store(readable, std::memory_order_release);
-  host_writable_.store(readable && device_valid_end_ == 0 && host_readers_.empty(),
-                       std::memory_order_release);
+void ArrayCore::refresh_readable() noexcept {
+  host_readable_.store(host_valid_begin_ == 0, std::memory_order_release);
 }
 
 void ArrayCore::refresh_state() noexcept {
-  refresh_flags();
+  refresh_readable();
+  host_writable_ = host_valid_begin_ == 0 && device_valid_end_ == 0 && host_readers_.empty();
   // Inside the window an append writes only bytes that no pending copy reads, and a truncation
   // clamps neither side's valid range.
   fast_floor_ = std::max({host_valid_begin_, device_valid_end_, host_read_end_});
@@ -476,9 +474,7 @@ void ArrayCore::copy_to_host(std::byte* dst, std::size_t begin, std::size_t end,
   runtime().copy_async(dst + begin, device_ + begin, end - begin, CopyKind::device_to_host, stream);
   add_device_user(stream);
   // The host waits for this array's copy only (and what precedes it on that stream).
-  PooledEvent done;
-  runtime().record(done.get(), stream);
-  runtime().synchronize(done.get());
+  host_wait_stream(stream);
   counters_.add_d2h(end - begin);
   counters_.add_wait();
   trace_migration("D2H", end - begin, reason, this, where);
@@ -501,9 +497,7 @@ void ArrayCore::make_single_buffer_host_current(StreamRef stream, const char* re
   }
   add_device_user(stream);
   // The host waits for this array's writer (and the prefetch) only.
-  PooledEvent done;
-  runtime().record(done.get(), stream);
-  runtime().synchronize(done.get());
+  host_wait_stream(stream);
   counters_.add_wait();
 }
 
@@ -748,9 +742,7 @@ void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bo
   counters_.add_d2h(from_device);
   trace_migration("D2H", from_device, "copy_to_host", this, where);
   if (wait) {
-    PooledEvent done;
-    runtime().record(done.get(), stream);
-    runtime().synchronize(done.get());
+    host_wait_stream(stream);
     counters_.add_wait();
   }
 }
@@ -944,7 +936,7 @@ std::size_t ArrayCore::evict_device_locked(bool allow_dirty) {
   const std::size_t released = device_capacity_;
   release_device_buffer();
   device_valid_end_ = 0;
-  refresh_flags();
+  refresh_readable();
   return released;
 }
 

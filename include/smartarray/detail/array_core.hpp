@@ -89,13 +89,14 @@ class ArrayCore {
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
-  /// Fast-path flags: the host copy is whole (readable) / whole and exclusive (writable).
+  /// Fast-path flag of const host access: the host copy is whole. Atomic, because several threads
+  /// may read one const array while one of them makes the host copy valid.
   [[nodiscard]] bool host_readable() const noexcept {
     return host_readable_.load(std::memory_order_acquire);
   }
-  [[nodiscard]] bool host_writable() const noexcept {
-    return host_writable_.load(std::memory_order_acquire);
-  }
+  /// Fast-path flag of non-const host access: the host copy is whole and exclusive. A plain load
+  /// (see host_writable_), so that a loop of `operator[]` keeps it in a register.
+  [[nodiscard]] bool host_writable() const noexcept { return host_writable_; }
   /// The host buffer, without any acquire (may be stale or null).
   [[nodiscard]] std::byte* host_data() const noexcept { return host_; }
   /// The device buffer, without any acquire (may be stale or null; null in mapped and managed
@@ -186,8 +187,8 @@ class ArrayCore {
     PooledEvent event;
   };
 
-  /// Publishes validity to the atomic fast-path flags (any thread, eviction included).
-  void refresh_flags() noexcept;
+  /// Publishes validity to host_readable_ (any thread, eviction included).
+  void refresh_readable() noexcept;
   /// Mapped and managed modes: one buffer that both sides address.
   [[nodiscard]] bool single_buffer() const noexcept {
     return storage_.mode == MemoryMode::mapped || storage_.mode == MemoryMode::managed;
@@ -204,7 +205,7 @@ class ArrayCore {
                            StreamRef stream);
   /// Drops streams destroyed through `Stream` from the pending work (their work is complete).
   void forget_retired_streams();
-  /// refresh_flags() plus the lock-free resize window (the owner's operations only).
+  /// Both fast-path flags and the lock-free resize window (the array's own operations only).
   void refresh_state() noexcept;
   void touch() noexcept;
   std::byte* append_locked(std::size_t new_size);
@@ -260,7 +261,11 @@ class ArrayCore {
   std::size_t fast_floor_ = 0;
   std::size_t fast_limit_ = 0;
   std::atomic<bool> host_readable_{true};
-  std::atomic<bool> host_writable_{true};
+  /// Written only by this array's own operations (const ones under the lock), which cannot run
+  /// concurrently with a non-const host access, and never by eviction on another thread: eviction
+  /// only ever makes the host copy more valid, so a flag it leaves false sends the next access to
+  /// the slow path, which recomputes it.
+  bool host_writable_ = true;
   std::atomic<std::uint64_t> last_use_{0};
   mutable std::mutex mutex_;
   TransferCounters counters_;

@@ -14,7 +14,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <source_location>
 
 namespace smartarray::detail {
 
@@ -141,7 +140,8 @@ class PooledEvent {
 /// Makes `waiter` wait for everything queued so far on `producer` (no-op when they are the same).
 void stream_wait_stream(StreamRef waiter, StreamRef producer);
 
-/// Makes the host wait for everything queued so far on `stream`, through an event (counted as a wait).
+/// Makes the host wait for everything queued so far on `stream` (counted as a wait). A stream
+/// synchronize covers exactly what an event recorded now would, in one driver call instead of two.
 void host_wait_stream(StreamRef stream);
 
 /// Streams destroyed through `Stream` are drained first, so their work is complete; their handles
