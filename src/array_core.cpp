@@ -1,5 +1,6 @@
 // The residency state machine behind SmartArray<T>. See detail/array_core.hpp for the model.
 #include <smartarray/detail/array_core.hpp>
+#include <smartarray/debug.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/pool_resource.hpp>
@@ -197,6 +198,14 @@ void ArrayCore::swap(ArrayCore& other) noexcept {
   std::swap(device_users_, other.device_users_);
   std::swap(host_readers_, other.host_readers_);
   std::swap(host_read_end_, other.host_read_end_);
+  std::swap(view_slot_, other.view_slot_);
+  std::swap(view_size_, other.view_size_);
+  std::swap(view_device_, other.view_device_);
+  std::swap(guarded_, other.guarded_);
+  std::swap(guarded_host_, other.guarded_host_);
+  std::swap(guarded_stale_, other.guarded_stale_);
+  std::swap(device_write_file_, other.device_write_file_);
+  std::swap(device_write_line_, other.device_write_line_);
   if (device_ != nullptr && !device_external_) eviction_registry().add(this);
   if (other.device_ != nullptr && !other.device_external_) eviction_registry().add(&other);
   refresh_state();
@@ -207,7 +216,53 @@ void ArrayCore::refresh_readable() noexcept {
   host_readable_.store(host_valid_begin_ == 0, std::memory_order_release);
 }
 
+void ArrayCore::note_view_state() noexcept {
+  if (view_slot_ == 0) return;
+  ViewChange why = ViewChange::none;
+  if (size_ != view_size_) {
+    why = ViewChange::resized;
+  } else if (view_address() != view_device_) {
+    why = ViewChange::reallocated;
+  } else if (device_valid_end_ < view_size_) {
+    why = ViewChange::host_write;
+  }
+  if (why == ViewChange::none) return;
+  note_view_change(view_slot_, why);
+  start_views();
+}
+
+void ArrayCore::start_views() noexcept {
+  view_size_ = size_;
+  view_device_ = view_address();
+}
+
+void ArrayCore::update_host_guard() noexcept {
+  const bool stale = host_ != nullptr && host_valid_begin_ > 0 && !single_buffer();
+  if (stale && guarded_host_ == host_ && guarded_stale_ == host_valid_begin_) return;
+  drop_host_guard();
+  if (!stale || !stale_host_guard()) return;
+  // Uploads may still read the host buffer (the host backend's copies do so through the CPU's
+  // page tables): with the guard on, they finish before the pages close.
+  try {
+    wait_host_readers_locked();
+  } catch (const std::exception&) {
+    return;  // the failed copy is reported by the next operation that waits for it
+  }
+  guarded_ = guard_stale_host(host_, host_valid_begin_, view_array_number(view_slot_),
+                              device_write_file_, device_write_line_);
+  guarded_host_ = host_;
+  guarded_stale_ = host_valid_begin_;
+}
+
+void ArrayCore::drop_host_guard() noexcept {
+  unguard(guarded_);
+  guarded_host_ = nullptr;
+  guarded_stale_ = 0;
+}
+
 void ArrayCore::refresh_state() noexcept {
+  note_view_state();
+  update_host_guard();
   refresh_readable();
   host_writable_ = host_valid_begin_ == 0 && device_valid_end_ == 0 && host_readers_.empty();
   // Inside the window an append writes only bytes that no pending copy reads, and a truncation
@@ -269,6 +324,7 @@ std::byte* ArrayCore::allocate_host(std::size_t bytes, bool& pageable) {
 
 void ArrayCore::free_host(std::byte* ptr, std::size_t bytes, bool pageable) noexcept {
   if (ptr == nullptr) return;
+  if (ptr == guarded_host_) drop_host_guard();
   if (single_buffer()) {
     // Kernels may still use the one buffer: it goes back once they are done.
     try {
@@ -306,6 +362,7 @@ void ArrayCore::free_host(std::byte* ptr, std::size_t bytes, bool pageable) noex
 
 void ArrayCore::free_unused_host(std::byte* ptr, std::size_t bytes, bool pageable) noexcept {
   if (ptr == nullptr) return;
+  if (ptr == guarded_host_) drop_host_guard();
   if (storage_.mode == MemoryMode::mapped) {
     runtime().free_pinned(ptr);
     return;
@@ -462,6 +519,7 @@ void ArrayCore::copy_to_device(std::size_t begin, std::size_t end, StreamRef str
 
 void ArrayCore::copy_to_host(std::byte* dst, std::size_t begin, std::size_t end, StreamRef stream,
                              const char* reason, const smartarray::source_location& where) {
+  if (dst == host_) drop_host_guard();
   wait_device_writer(stream);
   if (storage_.mode == MemoryMode::pageable) {
     add_device_user(stream);
@@ -617,6 +675,11 @@ std::byte* ArrayCore::acquire_device(Access access, StreamRef stream,
   forget_retired_streams();
   touch();
   if (size_ == 0) return device_;
+  if (view_slot_ == 0) view_slot_ = acquire_view_slot();
+  if (access != Access::read) {
+    device_write_file_ = where.file_name();
+    device_write_line_ = where.line();
+  }
   if (single_buffer()) {
     if (host_ == nullptr) host_ = allocate_host(capacity_, host_pageable_);
     std::byte* const address = single_buffer_device_address();
@@ -645,6 +708,7 @@ std::byte* ArrayCore::acquire_device(Access access, StreamRef stream,
     // A host writer must wait for this kernel, and appends must not overwrite what it reads.
     host_read_end_ = std::max(host_read_end_, size_);
     refresh_state();
+    start_views();
     return address;
   }
   ensure_device_capacity(stream, access == Access::discard ? 0 : device_valid_end_);
@@ -669,6 +733,7 @@ std::byte* ArrayCore::acquire_device(Access access, StreamRef stream,
   device_valid_end_ = size_;
   if (access != Access::read) host_valid_begin_ = size_;
   refresh_state();
+  start_views();
   return device_;
 }
 
@@ -903,6 +968,12 @@ void ArrayCore::assign_copy(const ArrayCore& other) {
   if (this == &other) return;
   ArrayCore copy(other);
   swap(copy);
+  // The views of this array now see a new buffer: keep the array's slot and say so.
+  std::swap(view_slot_, copy.view_slot_);
+  if (view_slot_ != 0) {
+    note_view_change(view_slot_, ViewChange::reallocated);
+    start_views();
+  }
   // `copy` now holds the old state, but its counters still hold the deep copy's transfers.
   const TransferStats made = copy.counters_.snapshot();
   if (made.d2d_count > 0) counters_.add_d2d(made.d2d_bytes);
@@ -937,6 +1008,9 @@ std::size_t ArrayCore::evict_device_locked(bool allow_dirty) {
   release_device_buffer();
   device_valid_end_ = 0;
   refresh_readable();
+  // Eviction runs on another thread: it moves the views' generation on but leaves the owner's
+  // view state to the owner's next operation.
+  if (view_slot_ != 0) note_view_change(view_slot_, ViewChange::reallocated);
   return released;
 }
 
@@ -975,6 +1049,10 @@ void ArrayCore::release_all() noexcept {
   device_writer_.reset();
   device_users_.clear();
   size_ = capacity_ = host_valid_begin_ = device_valid_end_ = 0;
+  if (view_slot_ != 0) {
+    release_view_slot(view_slot_);
+    view_slot_ = 0;
+  }
   refresh_state();
 }
 

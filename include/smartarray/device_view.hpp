@@ -5,6 +5,7 @@
 #pragma once
 
 #include <smartarray/config.hpp>
+#include <smartarray/detail/view_registry.hpp>
 
 #include <cuda/std/span>
 
@@ -13,12 +14,20 @@
 
 namespace smartarray {
 
+template <typename T>
+class SmartArray;
+
 /**
  * @brief A non-owning view of an array's device copy. Kernels take it by value.
  *
  * `DeviceView<const T>` is a read-only view. A `DeviceView<T>` converts to `DeviceView<const T>`
  * and to `cuda::std::span<T>`. It is valid until the array is resized, reallocated or destroyed,
  * or until the host side is acquired for writing.
+ *
+ * Debug builds (SMARTARRAY_DEBUG_CHECKS) check that on the host: `data()`, `begin()`, `end()`,
+ * `span()` and the conversion to a span throw logic_error, naming the array, the operation and
+ * what happened to the array, when a view of a SmartArray is used after it stopped being valid.
+ * Device code and `operator[]` are never checked; views made from a raw pointer are not tracked.
  */
 template <typename T>
 class DeviceView {
@@ -39,14 +48,18 @@ class DeviceView {
   template <typename U>
     requires(std::is_same_v<const U, T> && !std::is_const_v<U>)
   SMARTARRAY_HOST_DEVICE constexpr DeviceView(DeviceView<U> other) noexcept  // NOLINT
-      : data_(other.data()), size_(other.size()) {}
+      : data_(other.data_), size_(other.size_), stamp_(other.stamp_) {}
 
   /// @brief Element `i` (unchecked).
   SMARTARRAY_HOST_DEVICE constexpr reference operator[](size_type i) const noexcept {
     return data_[i];
   }
   /// @brief The device address of the first element.
-  SMARTARRAY_HOST_DEVICE constexpr pointer data() const noexcept { return data_; }
+  /// @throws logic_error in debug builds, on the host, when the view is no longer valid.
+  SMARTARRAY_HOST_DEVICE constexpr pointer data() const {
+    check("DeviceView::data()");
+    return data_;
+  }
   /// @brief The number of elements.
   SMARTARRAY_HOST_DEVICE constexpr size_type size() const noexcept { return size_; }
   /// @brief The number of bytes.
@@ -56,19 +69,46 @@ class DeviceView {
   /// @brief True when the view has no elements.
   SMARTARRAY_HOST_DEVICE constexpr bool empty() const noexcept { return size_ == 0; }
   /// @brief Device iterators (plain pointers).
-  SMARTARRAY_HOST_DEVICE constexpr iterator begin() const noexcept { return data_; }
-  SMARTARRAY_HOST_DEVICE constexpr iterator end() const noexcept { return data_ + size_; }
+  /// @throws logic_error in debug builds, on the host, when the view is no longer valid.
+  SMARTARRAY_HOST_DEVICE constexpr iterator begin() const {
+    check("DeviceView::begin()");
+    return data_;
+  }
+  SMARTARRAY_HOST_DEVICE constexpr iterator end() const {
+    check("DeviceView::end()");
+    return data_ + size_;
+  }
   /// @brief The same view as a `cuda::std::span`.
-  SMARTARRAY_HOST_DEVICE constexpr cuda::std::span<T> span() const noexcept {
+  /// @throws logic_error in debug builds, on the host, when the view is no longer valid.
+  SMARTARRAY_HOST_DEVICE constexpr cuda::std::span<T> span() const {
+    check("DeviceView::span()");
     return cuda::std::span<T>(data_, size_);
   }
-  SMARTARRAY_HOST_DEVICE constexpr operator cuda::std::span<T>() const noexcept {  // NOLINT
+  SMARTARRAY_HOST_DEVICE constexpr operator cuda::std::span<T>() const {  // NOLINT
     return span();
   }
 
  private:
+  template <typename>
+  friend class DeviceView;
+  template <typename>
+  friend class SmartArray;
+
+  SMARTARRAY_HOST_DEVICE constexpr DeviceView(T* data, size_type size,
+                                              detail::ViewStamp stamp) noexcept
+      : data_(data), size_(size), stamp_(stamp) {}
+
+  SMARTARRAY_HOST_DEVICE constexpr void check([[maybe_unused]] const char* operation) const {
+#if SMARTARRAY_DEBUG_CHECKS && !SMARTARRAY_IN_DEVICE_CODE
+    if (!std::is_constant_evaluated() && stamp_.slot != 0) {
+      detail::check_view(stamp_, size_, operation);
+    }
+#endif
+  }
+
   T* data_ = nullptr;
   size_type size_ = 0;
+  detail::ViewStamp stamp_{};
 };
 
 static_assert(std::is_trivially_copyable_v<DeviceView<float>>);

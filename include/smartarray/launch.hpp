@@ -203,14 +203,14 @@ struct KernelParam<E*> {
   static constexpr bool is_view = !std::is_void_v<E>;
   static constexpr bool is_shaped = false;
   using element = E;
-  static E* from(DeviceView<E> view) noexcept { return view.data(); }
+  static E* from(DeviceView<E> view) { return view.data(); }
 };
 template <typename E>
 struct KernelParam<cuda::std::span<E>> {
   static constexpr bool is_view = true;
   static constexpr bool is_shaped = false;
   using element = E;
-  static cuda::std::span<E> from(DeviceView<E> view) noexcept { return view.span(); }
+  static cuda::std::span<E> from(DeviceView<E> view) { return view.span(); }
 };
 template <typename E, typename X, typename L>
 struct KernelParam<cuda::std::mdspan<E, X, L, cuda::std::default_accessor<E>>> {

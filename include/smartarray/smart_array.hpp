@@ -583,13 +583,13 @@ class SmartArray {
       Access access, StreamRef stream = {},
       smartarray::source_location where = smartarray::source_location::current()) {
     auto* ptr = reinterpret_cast<T*>(core_.acquire_device(access, stream, where));
-    return {ptr, size()};
+    return DeviceView<T>(ptr, size(), core_.view_stamp());
   }
   /// @brief The device copy for reading on `stream`.
   [[nodiscard]] DeviceView<const T> device_view(
       StreamRef stream = {}, smartarray::source_location where = smartarray::source_location::current()) const {
     auto* ptr = reinterpret_cast<const T*>(core_.acquire_device(Access::read, stream, where));
-    return {ptr, size()};
+    return DeviceView<const T>(ptr, size(), core_.view_stamp());
   }
 
   // --- Numba's SmartArray names ---------------------------------------------------------------

@@ -9,6 +9,7 @@
 
 #include <smartarray/algorithms.hpp>
 #include <smartarray/config.hpp>
+#include <smartarray/debug.hpp>
 #include <smartarray/device_view.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/for_each_index.hpp>

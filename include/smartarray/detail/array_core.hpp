@@ -37,7 +37,9 @@
 #include <smartarray/observability.hpp>
 #include <smartarray/residency.hpp>
 #include <smartarray/stream.hpp>
+#include <smartarray/detail/host_guard.hpp>
 #include <smartarray/detail/runtime.hpp>
+#include <smartarray/detail/view_registry.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -124,6 +126,7 @@ class ArrayCore {
   std::byte* append(std::size_t new_size) {
     if (new_size <= fast_limit_) [[likely]] {
       size_ = new_size;
+      note_fast_resize();
       return host_;
     }
     return append_locked(new_size);
@@ -134,6 +137,7 @@ class ArrayCore {
     const std::size_t new_size = size_ + bytes;
     if (new_size > fast_limit_) [[unlikely]] return false;
     size_ = new_size;
+    note_fast_resize();
     return true;
   }
   /// Shrinks the size to `new_size` bytes. Both sides keep what they held of the new range.
@@ -142,6 +146,7 @@ class ArrayCore {
     if (new_size >= size_) return;
     if (new_size >= fast_floor_) [[likely]] {
       size_ = new_size;
+      note_fast_resize();
       return;
     }
     truncate_locked(new_size);
@@ -180,6 +185,8 @@ class ArrayCore {
     return last_use_.load(std::memory_order_relaxed);
   }
   [[nodiscard]] bool has_device_buffer() const noexcept { return device_ != nullptr; }
+  /// The stamp for a device view made by the acquire_device() that just returned (this thread).
+  [[nodiscard]] ViewStamp view_stamp() const noexcept { return detail::view_stamp(view_slot_); }
 
  private:
   struct PendingCopy {
@@ -205,8 +212,31 @@ class ArrayCore {
                            StreamRef stream);
   /// Drops streams destroyed through `Stream` from the pending work (their work is complete).
   void forget_retired_streams();
-  /// Both fast-path flags and the lock-free resize window (the array's own operations only).
+  /// Both fast-path flags and the lock-free resize window (the array's own operations only),
+  /// and the generation of this array's device views.
   void refresh_state() noexcept;
+  /// Invalidates the device views when the size, the device buffer or the device copy's validity
+  /// changed since the last view was made.
+  void note_view_state() noexcept;
+  /// Guards the stale host prefix (or drops the guard once the host copy is valid).
+  void update_host_guard() noexcept;
+  /// Makes the whole host buffer accessible before the library writes or frees it.
+  void drop_host_guard() noexcept;
+  /// Records the state that the device views handed out from now on are made with.
+  void start_views() noexcept;
+  /// The address device views point at (the host buffer in mapped and managed modes).
+  [[nodiscard]] const std::byte* view_address() const noexcept {
+    return single_buffer() ? host_ : device_;
+  }
+  /// The lock-free resize paths' part of note_view_state(), checked in debug builds only.
+  void note_fast_resize() noexcept {
+#if SMARTARRAY_DEBUG_CHECKS
+    if (view_slot_ != 0 && size_ != view_size_) [[unlikely]] {
+      note_view_change(view_slot_, ViewChange::resized);
+      view_size_ = size_;
+    }
+#endif
+  }
   void touch() noexcept;
   std::byte* append_locked(std::size_t new_size);
   void truncate_locked(std::size_t new_size) noexcept;
@@ -269,6 +299,18 @@ class ArrayCore {
   std::atomic<std::uint64_t> last_use_{0};
   mutable std::mutex mutex_;
   TransferCounters counters_;
+  /// Device view tracking: the slot (0 until the first device view) and the size, device buffer
+  /// and device-valid end that the current views were made with.
+  std::uint32_t view_slot_ = 0;
+  std::size_t view_size_ = 0;
+  const std::byte* view_device_ = nullptr;
+  /// The stale-host guard (smartarray/debug.hpp): the protected pages, the host range they were
+  /// made for, and the last device write access, which its message names.
+  GuardedPages guarded_{};
+  const std::byte* guarded_host_ = nullptr;
+  std::size_t guarded_stale_ = 0;
+  const char* device_write_file_ = nullptr;
+  std::uint32_t device_write_line_ = 0;
 };
 
 }  // namespace smartarray::detail
