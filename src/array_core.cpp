@@ -4,6 +4,7 @@
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/pool_resource.hpp>
+#include "parallel_copy.hpp"
 
 #include <algorithm>
 #include <array>
@@ -305,7 +306,16 @@ std::byte* ArrayCore::allocate_host(std::size_t bytes, bool& pageable) {
                                    " bytes: the device has only ", free_bytes, " of ", total_bytes,
                                    " bytes free"));
       }
-      return static_cast<std::byte*>(runtime().allocate_managed(bytes));
+      auto* managed = static_cast<std::byte*>(runtime().allocate_managed(bytes));
+      if (storage_.read_mostly) {
+        try {
+          runtime().advise_read_mostly(managed, bytes);
+        } catch (...) {
+          runtime().free_managed(managed);
+          throw;
+        }
+      }
+      return managed;
     }
     case MemoryMode::pageable:
       pageable = true;
@@ -577,8 +587,9 @@ void ArrayCore::staged_copy_to_device(std::byte* dst, const std::byte* src, std:
       const std::size_t n = std::min(chunk, bytes - offset);
       // Reuse a block once the DMA that read it is done; the other block's DMA runs meanwhile.
       if (in_use[b]) runtime().synchronize(copied[b].get());
-      std::memcpy(block[b], src + offset, n);
-      runtime().copy_async(dst + offset, block[b], n, CopyKind::host_to_device, stream);
+      parallel_copy(block[b], src + offset, n);
+      runtime().copy_async(dst + offset, block[b], n, CopyKind::host_to_device, stream,
+                           Counted::no);
       runtime().record(copied[b].get(), stream);
       in_use[b] = true;
     }
@@ -588,6 +599,7 @@ void ArrayCore::staged_copy_to_device(std::byte* dst, const std::byte* src, std:
     }
     throw;
   }
+  Runtime::count_transfer(CopyKind::host_to_device, bytes);  // one transfer, however many chunks
   // Stream-ordered: the pool reuses them after the copies queued on `stream`.
   for (std::size_t b = 0; b < blocks; ++b) {
     host_resource_->deallocate(stream, block[b], chunk, host_alignment);
@@ -605,7 +617,7 @@ void ArrayCore::staged_copy_to_host(std::byte* dst, const std::byte* src, std::s
   const auto issue = [&](std::size_t i) {
     const std::size_t b = i % blocks;
     runtime().copy_async(block[b], src + i * chunk, chunk_bytes(i), CopyKind::device_to_host,
-                         stream);
+                         stream, Counted::no);
     runtime().record(copied[b].get(), stream);
   };
   try {
@@ -617,7 +629,7 @@ void ArrayCore::staged_copy_to_host(std::byte* dst, const std::byte* src, std::s
       // Drain chunk i while the DMA of chunk i + 1 runs, then refill its block.
       const std::size_t b = i % blocks;
       runtime().synchronize(copied[b].get());
-      std::memcpy(dst + i * chunk, block[b], chunk_bytes(i));
+      parallel_copy(dst + i * chunk, block[b], chunk_bytes(i));
       if (i + blocks < chunks) issue(i + blocks);
     }
   } catch (...) {
@@ -626,6 +638,7 @@ void ArrayCore::staged_copy_to_host(std::byte* dst, const std::byte* src, std::s
     }
     throw;
   }
+  Runtime::count_transfer(CopyKind::device_to_host, bytes);
   for (std::size_t b = 0; b < blocks; ++b) {
     host_resource_->deallocate(stream, block[b], chunk, host_alignment);
   }

@@ -289,13 +289,49 @@ TEST(MemoryModesPageable, LargeTransfersAreStagedAsOneLogicalCopyEach) {
   constexpr std::size_t large = 3 * (std::size_t{1} << 20);
   const auto values = random_values<float>(large);
   SmartArray<float> a(values, sa::ArrayOptions{.mode = MemoryMode::pageable});
+  const auto before = sa::global_transfer_stats();
   scale_on_device(a);
   EXPECT_EQ(host_copy(a), scaled(values));
+  // The global counters count each staged transfer once too, not once per chunk.
+  const auto global = sa::global_transfer_stats() - before;
+  EXPECT_EQ(global.h2d_count, 1U);
+  EXPECT_EQ(global.h2d_bytes, large * sizeof(float));
+  EXPECT_EQ(global.d2h_count, 1U);
+  EXPECT_EQ(global.d2h_bytes, large * sizeof(float));
   const auto made = a.transfer_stats();
   EXPECT_EQ(made.h2d_count, 1U);
   EXPECT_EQ(made.h2d_bytes, large * sizeof(float));
   EXPECT_EQ(made.d2h_count, 1U);
   EXPECT_EQ(made.d2h_bytes, large * sizeof(float));
+}
+
+TEST(MemoryModesManaged, ReadMostlyAdviceIsAppliedAndKeepsTheContract) {
+  if (!sa::detail::runtime().properties().managed_memory) GTEST_SKIP() << "no managed memory";
+  const auto values = random_values<float>(1 << 18);
+  SmartArray<float> advised(values, sa::ArrayOptions{.mode = MemoryMode::managed, .read_mostly = true});
+  SmartArray<float> plain(values, sa::ArrayOptions{.mode = MemoryMode::managed});
+  if (sa::backend() == sa::BackendKind::cuda) {
+    const auto read_mostly = [](const SmartArray<float>& a) {
+      int attribute = -1;
+      const float* data = a.device_view().data();
+      EXPECT_EQ(cudaMemRangeGetAttribute(&attribute, sizeof(attribute),
+                                         cudaMemRangeAttributeReadMostly, data,
+                                         a.size() * sizeof(float)),
+                cudaSuccess);
+      return attribute;
+    };
+    EXPECT_EQ(read_mostly(advised), 1);
+    EXPECT_EQ(read_mostly(plain), 0);
+  }
+  // Reads on both sides, then a device write: the advice changes no result and no count.
+  SmartArray<float> out(values.size());
+  copy_on_device(out, advised);
+  EXPECT_EQ(host_copy(out), values);
+  EXPECT_EQ(std::as_const(advised)[123], values[123]);
+  scale_on_device(advised);
+  EXPECT_EQ(host_copy(advised), scaled(values));
+  EXPECT_EQ(advised.transfer_stats().h2d_count, 0U);
+  EXPECT_EQ(advised.transfer_stats().d2h_count, 0U);
 }
 
 TEST(MemoryModesMapped, PortableAndWriteCombinedFlagsAreAccepted) {

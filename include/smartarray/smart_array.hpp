@@ -63,6 +63,10 @@ struct ArrayOptions {
   /// Explicit mode: throw instead of falling back to pageable memory when the default pinned
   /// resource cannot allocate.
   bool require_pinned = false;
+  /// Managed mode: the data is read far more than written (cudaMemAdviseSetReadMostly): the host
+  /// and the device each keep a read-only copy, so reads on both sides fault nothing, and a write
+  /// invalidates the other copies. Ignored by the other modes.
+  bool read_mostly = false;
 };
 
 namespace detail {
@@ -72,7 +76,8 @@ namespace detail {
   return {.mode = options.mode,
           .pinned_flags = (options.portable ? unsigned{pinned_portable} : 0U) |
                           (options.write_combined ? unsigned{pinned_write_combined} : 0U),
-          .require_pinned = options.require_pinned};
+          .require_pinned = options.require_pinned,
+          .read_mostly = options.read_mostly};
 }
 
 /// Builds the device-only and wrapping arrays of numba.hpp, which need the core.

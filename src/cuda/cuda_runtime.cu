@@ -160,6 +160,13 @@ class CudaRuntime final : public Runtime {
     SMARTARRAY_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, to_cuda(kind), to_cuda(stream)), "copy ",
                         bytes, " bytes (", static_cast<int>(kind), ") on stream ", stream.handle());
   }
+  void do_advise_read_mostly(const void* ptr, std::size_t bytes) override {
+    cudaMemLocation device{};  // ignored by this advice, but it must name a valid location
+    device.type = cudaMemLocationTypeDevice;
+    device.id = properties_.ordinal;
+    SMARTARRAY_CUDA_TRY(cudaMemAdvise(ptr, bytes, cudaMemAdviseSetReadMostly, device),
+                        "advise ", bytes, " bytes of managed memory at ", ptr, " as read mostly");
+  }
   void do_prefetch_async(const void* ptr, std::size_t bytes, Location where,
                          StreamRef stream) override {
     cudaMemLocation location{};

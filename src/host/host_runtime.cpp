@@ -280,6 +280,12 @@ class HostRuntime final : public Runtime {
     queue->enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
   }
 
+  void do_advise_read_mostly(const void* ptr, std::size_t bytes) override {
+    // One memory serves both sides here: the advice changes nothing but is checked as CUDA would.
+    SMARTARRAY_EXPECTS(managed_.find_containing(ptr, bytes).has_value(), logic_error,
+                       "read-mostly advice for ", bytes, " bytes at ", ptr,
+                       ": the range is not inside one managed allocation");
+  }
   void do_prefetch_async(const void* ptr, std::size_t bytes, Location where,
                          StreamRef stream) override {
     if (bytes == 0) return;

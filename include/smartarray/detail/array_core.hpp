@@ -57,6 +57,8 @@ struct StorageOptions {
   unsigned pinned_flags = pinned_default;
   /// Explicit mode only: never fall back to pageable host memory.
   bool require_pinned = false;
+  /// Managed mode only: advise the driver that the data is read mostly.
+  bool read_mostly = false;
 };
 
 class ArrayCore {

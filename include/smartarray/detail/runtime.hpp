@@ -34,6 +34,9 @@ enum PinnedFlags : unsigned {
 /// An opaque event handle of the active backend.
 using EventHandle = void*;
 
+/// Whether a copy counts as one transfer in the global counters.
+enum class Counted : bool { no, yes };
+
 /**
  * @brief The backend interface. One instance exists per process, returned by `runtime()`.
  *
@@ -66,10 +69,17 @@ class Runtime {
   [[nodiscard]] virtual void* mapped_device_pointer(void* host_ptr) = 0;
 
   // --- async work (counted, fault-injectable) ---
-  /// Enqueues a copy of `bytes` on `stream`. Zero bytes is a no-op.
-  void copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, StreamRef stream);
+  /// Enqueues a copy of `bytes` on `stream`. Zero bytes is a no-op. `Counted::no` leaves the
+  /// global counters to the caller: a transfer staged in chunks counts once (count_transfer()).
+  void copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, StreamRef stream,
+                  Counted counted = Counted::yes);
+  /// Counts one transfer of `bytes` in the global counters.
+  static void count_transfer(CopyKind kind, std::size_t bytes) noexcept;
   /// Enqueues a prefetch of managed memory (counted as a prefetch, not a copy).
   void prefetch_async(const void* ptr, std::size_t bytes, Location where, StreamRef stream);
+  /// Advises the driver that managed memory is read mostly (cudaMemAdviseSetReadMostly): each
+  /// side that reads it keeps a copy, and only a write invalidates the others.
+  void advise_read_mostly(const void* ptr, std::size_t bytes);
   /// Enqueues a host function on `stream`, run in order with the stream's other work.
   virtual void launch_host_func(StreamRef stream, std::function<void()> fn) = 0;
 
@@ -106,6 +116,7 @@ class Runtime {
                              StreamRef stream) = 0;
   virtual void do_prefetch_async(const void* ptr, std::size_t bytes, Location where,
                                  StreamRef stream) = 0;
+  virtual void do_advise_read_mostly(const void* ptr, std::size_t bytes) = 0;
   virtual void do_synchronize(StreamRef stream) = 0;
   virtual void do_synchronize_device() = 0;
   virtual void do_synchronize(EventHandle event) = 0;
