@@ -1,15 +1,23 @@
-// Helpers shared by the GPU benchmarks: skipping on the host backend, input data, and timing one
-// call per iteration with CUDA events.
+// Helpers shared by the GPU benchmarks: skipping where a benchmark needs the cuda backend, input
+// data, the raw calls of hand-written contenders on either backend (`Raw`), and timing one call per
+// iteration (CUDA events on the cuda backend, the host clock on the host backend).
 #pragma once
 
+#include <smartarray/for_each_index.hpp>
+#include <smartarray/observability.hpp>
 #include <smartarray/runtime.hpp>
+#include <smartarray/stream.hpp>
 #include <smartarray/detail/cuda_check.hpp>
+#include <smartarray/detail/runtime.hpp>
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace smartarray::bench {
@@ -17,7 +25,8 @@ namespace smartarray::bench {
 /// True on the cuda backend; otherwise marks the benchmark skipped.
 inline bool need_cuda(benchmark::State& state) {
   if (backend() == BackendKind::cuda) return true;
-  state.SkipWithError("needs the cuda backend");
+  state.SkipWithError((std::string("needs the cuda backend (active: ") + to_string(backend()) + ")")
+                          .c_str());
   return false;
 }
 
@@ -30,42 +39,195 @@ inline std::vector<float> random_floats(std::size_t n, unsigned seed = 42) {
   return out;
 }
 
-/// Times one call per iteration with CUDA events on `stream`, which is idle at the start.
+/// The kernel of every `Raw::launch` on the cuda backend: a grid-stride loop calling `f(i)`.
+template <typename F>
+__global__ void grid_stride_kernel(std::size_t n, F f) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    f(i);
+  }
+}
+
+/// Blocks of 256 threads for a grid-stride loop over `n` items: enough to fill the device, no more.
+inline unsigned blocks_for(std::size_t n) {
+  const std::size_t wanted = (n + 255) / 256;
+  const std::size_t full = static_cast<std::size_t>(device_properties().multiprocessor_count) * 32;
+  return static_cast<unsigned>(std::max<std::size_t>(1, std::min(wanted, full)));
+}
+
+/**
+ * @brief The allocations, copies, waits and kernel launches of hand-written contenders, written
+ *        once for both backends.
+ *
+ * On the cuda backend each call is the CUDA runtime call an expert writes (`cudaMalloc`,
+ * `cudaMemcpyAsync`, `cudaStreamSynchronize`, a `<<<>>>` launch) with nothing of the library in
+ * between, so these contenders stay the baselines of the published figures. The host backend has no
+ * CUDA runtime: there the same calls go through the library's backend seam (whose counters then see
+ * them) and `for_each_index`.
+ */
+class Raw {
+ public:
+  /// @brief Works on `stream`.
+  explicit Raw(StreamRef stream) : stream_(stream), cuda_(backend() == BackendKind::cuda) {}
+
+  /// @brief True on the cuda backend, where the calls are the CUDA runtime's.
+  [[nodiscard]] bool cuda() const noexcept { return cuda_; }
+
+  /// @brief `count` elements of device memory.
+  template <typename T>
+  [[nodiscard]] T* allocate_device(std::size_t count) const {
+    const std::size_t bytes = count * sizeof(T);
+    if (!cuda_) return static_cast<T*>(detail::runtime().allocate_device(bytes));
+    T* ptr = nullptr;
+    SMARTARRAY_CUDA_TRY(cudaMalloc(&ptr, bytes), "cudaMalloc of ", bytes, " bytes");
+    return ptr;
+  }
+  /// @brief Frees what `allocate_device` returned.
+  void free_device(void* ptr) const {
+    if (cuda_) {
+      SMARTARRAY_CUDA_TRY(cudaFree(ptr), "cudaFree of ", ptr);
+    } else {
+      detail::runtime().free_device(ptr);
+    }
+  }
+  /// @brief `count` elements of pinned host memory.
+  template <typename T>
+  [[nodiscard]] T* allocate_pinned(std::size_t count) const {
+    const std::size_t bytes = count * sizeof(T);
+    if (!cuda_) return static_cast<T*>(detail::runtime().allocate_pinned(bytes));
+    T* ptr = nullptr;
+    SMARTARRAY_CUDA_TRY(cudaMallocHost(&ptr, bytes), "cudaMallocHost of ", bytes, " bytes");
+    return ptr;
+  }
+  /// @brief Frees what `allocate_pinned` returned.
+  void free_pinned(void* ptr) const {
+    if (cuda_) {
+      SMARTARRAY_CUDA_TRY(cudaFreeHost(ptr), "cudaFreeHost of ", ptr);
+    } else {
+      detail::runtime().free_pinned(ptr);
+    }
+  }
+  /// @brief Enqueues a copy of `bytes` from host memory (pinned or pageable) to device memory.
+  void copy_to_device_async(void* dst, const void* src, std::size_t bytes) const {
+    if (cuda_) {
+      SMARTARRAY_CUDA_TRY(
+          cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_.cuda_stream()), "copy ",
+          bytes, " bytes host to device");
+    } else {
+      detail::runtime().copy_async(dst, src, bytes, detail::CopyKind::host_to_device, stream_);
+    }
+  }
+  /// @brief Enqueues a copy of `bytes` from device memory to host memory (pinned or pageable).
+  void copy_to_host_async(void* dst, const void* src, std::size_t bytes) const {
+    if (cuda_) {
+      SMARTARRAY_CUDA_TRY(
+          cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_.cuda_stream()), "copy ",
+          bytes, " bytes device to host");
+    } else {
+      detail::runtime().copy_async(dst, src, bytes, detail::CopyKind::device_to_host, stream_);
+    }
+  }
+  /// @brief Blocks the host until the work queued on the stream is done.
+  void synchronize() const {
+    if (cuda_) {
+      SMARTARRAY_CUDA_TRY(cudaStreamSynchronize(stream_.cuda_stream()), "synchronize the stream");
+    } else {
+      smartarray::synchronize(stream_);
+    }
+  }
+  /// @brief Enqueues `f(i)` for i in [0, n): a grid-stride kernel, or `for_each_index` on host.
+  template <typename F>
+  void launch(std::size_t n, F f) const {
+    if (cuda_) {
+      grid_stride_kernel<<<blocks_for(n), 256, 0, stream_.cuda_stream()>>>(n, f);
+      SMARTARRAY_CUDA_TRY(cudaGetLastError(), "launch a kernel over ", n, " elements");
+    } else {
+      for_each_index(n, f, stream_);
+    }
+  }
+
+ private:
+  StreamRef stream_;
+  bool cuda_;
+};
+
+/**
+ * @brief Times one call per iteration. On the cuda backend, with CUDA events on `stream`, which is
+ *        idle at the start; on the host backend, whose device is CPU threads, with the host clock
+ *        around the call and a synchronize of `stream`.
+ */
 class CallTimer {
  public:
-  explicit CallTimer(cudaStream_t stream) : stream_(stream) {
+  explicit CallTimer(StreamRef stream) : stream_(stream), cuda_(backend() == BackendKind::cuda) {
+    if (!cuda_) return;
     SMARTARRAY_CUDA_TRY(cudaEventCreate(&start_), "create a timing event");
     SMARTARRAY_CUDA_TRY(cudaEventCreate(&stop_), "create a timing event");
   }
   ~CallTimer() {
+    if (!cuda_) return;
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
   }
   CallTimer(const CallTimer&) = delete;
   CallTimer& operator=(const CallTimer&) = delete;
 
+  /// @brief One warm-up call, then one timed call per iteration.
   template <typename Call>
   void run(benchmark::State& state, Call&& call, std::size_t bytes_per_call = 0) {
     call();  // warm-up: first-touch allocations, module load
-    SMARTARRAY_CUDA_TRY(cudaStreamSynchronize(stream_), "synchronize after warm-up");
+    synchronize_stream();
+    const TransferStats before = global_transfer_stats();
     for (auto _ : state) {
-      SMARTARRAY_CUDA_TRY(cudaEventRecord(start_, stream_), "record the start event");
-      call();
-      SMARTARRAY_CUDA_TRY(cudaEventRecord(stop_, stream_), "record the stop event");
-      SMARTARRAY_CUDA_TRY(cudaEventSynchronize(stop_), "wait for the stop event");
-      float ms = 0;
-      SMARTARRAY_CUDA_TRY(cudaEventElapsedTime(&ms, start_, stop_), "read the elapsed time");
-      state.SetIterationTime(static_cast<double>(ms) / 1e3);
+      state.SetIterationTime(cuda_ ? seconds_on_device(call) : seconds_on_host(call));
     }
+    timed_transfers_ = global_transfer_stats() - before;
+    calls_ = state.iterations() + 1;
     if (bytes_per_call != 0) {
       state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes_per_call));
     }
   }
 
+  /// @brief The calls `run` made, the warm-up included.
+  [[nodiscard]] std::int64_t calls() const noexcept { return calls_; }
+  /// @brief The copies counted by the library (all of them on the host backend, only its own on
+  ///        cuda) during the timed calls.
+  [[nodiscard]] const TransferStats& timed_transfers() const noexcept { return timed_transfers_; }
+
  private:
-  cudaStream_t stream_;
+  void synchronize_stream() {
+    if (cuda_) {
+      SMARTARRAY_CUDA_TRY(cudaStreamSynchronize(stream_.cuda_stream()), "synchronize the warm-up");
+    } else {
+      smartarray::synchronize(stream_);
+    }
+  }
+
+  template <typename Call>
+  double seconds_on_device(Call& call) {
+    SMARTARRAY_CUDA_TRY(cudaEventRecord(start_, stream_.cuda_stream()), "record the start event");
+    call();
+    SMARTARRAY_CUDA_TRY(cudaEventRecord(stop_, stream_.cuda_stream()), "record the stop event");
+    SMARTARRAY_CUDA_TRY(cudaEventSynchronize(stop_), "wait for the stop event");
+    float ms = 0;
+    SMARTARRAY_CUDA_TRY(cudaEventElapsedTime(&ms, start_, stop_), "read the elapsed time");
+    return static_cast<double>(ms) / 1e3;
+  }
+
+  template <typename Call>
+  double seconds_on_host(Call& call) {
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    smartarray::synchronize(stream_);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  StreamRef stream_;
+  bool cuda_;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
+  TransferStats timed_transfers_;
+  std::int64_t calls_ = 0;
 };
 
 }  // namespace smartarray::bench

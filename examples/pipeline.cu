@@ -1,6 +1,6 @@
-// The README demo: a chain of kernels over SmartArrays, next to the same work written with
-// hand-made explicit copies and with naive copy-every-call code. It prints the backend, the device,
-// each contender's transfer counts and times, and checks every result against a host reference.
+// A chain of kernels over SmartArrays, next to the same work written with hand-made explicit copies
+// and with naive copy-every-call code. It prints the backend, the device, each contender's transfer
+// counts and times, and checks every result against a host reference.
 //
 //   pipeline [--quick] [--n N] [--steps K]
 //
