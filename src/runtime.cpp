@@ -272,7 +272,11 @@ void stream_wait_stream(StreamRef waiter, StreamRef producer) {
   runtime().stream_wait(waiter, event.get());
 }
 
-void host_wait_stream(StreamRef stream) { runtime().synchronize(stream); }
+void host_wait_stream(StreamRef stream) {
+  PooledEvent event;
+  runtime().record(event.get(), stream);
+  runtime().synchronize(event.get());
+}
 
 }  // namespace detail
 

@@ -151,8 +151,9 @@ class PooledEvent {
 /// Makes `waiter` wait for everything queued so far on `producer` (no-op when they are the same).
 void stream_wait_stream(StreamRef waiter, StreamRef producer);
 
-/// Makes the host wait for everything queued so far on `stream` (counted as a wait). A stream
-/// synchronize covers exactly what an event recorded now would, in one driver call instead of two.
+/// Makes the host wait for everything queued so far on `stream`, through an event recorded now
+/// (counted as a wait). On the H100 benchmark machine an event record plus an event synchronize
+/// returns about 3 us sooner than cudaStreamSynchronize after a short kernel and copy.
 void host_wait_stream(StreamRef stream);
 
 /// Streams destroyed through `Stream` are drained first, so their work is complete; their handles
