@@ -197,6 +197,8 @@ void ArrayCore::swap(ArrayCore& other) noexcept {
   std::swap(device_valid_end_, other.device_valid_end_);
   std::swap(device_writer_, other.device_writer_);
   std::swap(device_users_, other.device_users_);
+  // Goes with the streams above: which retirements they were already cleaned of.
+  std::swap(retired_generation_seen_, other.retired_generation_seen_);
   std::swap(host_readers_, other.host_readers_);
   std::swap(host_read_end_, other.host_read_end_);
   std::swap(view_slot_, other.view_slot_);

@@ -188,6 +188,26 @@ TEST(Residency, ArrayOutlivesTheStreamsItWasUsedOn) {
   EXPECT_EQ(host_copy(a), scaled(scaled(values)));
 }
 
+TEST(Residency, SwapHandsOverWorkOnAStreamDestroyedSince) {
+  // b has seen the retirement of `first`; a has not. After the swap b holds a's work on `first`,
+  // which it must still drop instead of waiting on the destroyed stream.
+  const auto a_values = random_values<float>(n);
+  const auto b_values = random_values<float>(n);
+  SmartArray<float> a(a_values);
+  SmartArray<float> b(b_values);
+  {
+    sa::Stream first;
+    scale_on_device(a, first);
+  }
+  scale_on_device(b);
+  a.swap(b);
+  sa::Stream second;
+  scale_on_device(b, second);
+  scale_on_device(a, second);
+  EXPECT_EQ(host_copy(b), scaled(scaled(a_values)));
+  EXPECT_EQ(host_copy(a), scaled(scaled(b_values)));
+}
+
 TEST(Residency, ZeroSizeArraysNeverAllocateOrCopy) {
   const auto before = sa::global_transfer_stats();
   SmartArray<double> a;
