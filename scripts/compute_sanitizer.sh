@@ -54,6 +54,11 @@ gated+=":*MemoryModes.WorkOnTwoStreamsIsOrdered/*:PinnedPoolHostWriters.*"
 gated+=":PoolConformance/*.BlockFreedOnStreamAReachesStreamBOnlyAfterBWaitsForItsLastUse"
 gated+=":Residency.DeviceReadOnStreamBSeesWriteOnStreamAWithoutBlockingTheHost"
 gated+=":Residency.DeviceWriteOnStreamBWaitsForReadOnStreamA"
+gated+=":Residency.ACopyConstructionIsAUseOfItsSourceThatLaterWritersWaitFor"
+gated+=":Residency.AWriteThroughGpuIsOrderedAfterPendingReadsOnOtherStreams"
+# The stale-host guard's death test stops a child process with SIGSEGV, which compute-sanitizer
+# intercepts (the child hangs): no tool runs it.
+unguarded="StaleHostGuard.ReadThroughAPointerKeptAcrossADeviceWriteStopsWithAClearMessage"
 
 export SMARTARRAY_BACKEND=cuda
 status=0
@@ -70,9 +75,11 @@ for tool in ${tools}; do
     args=()
     case "${binary}" in
       */examples/*) args=(--quick) ;;
-      *) [ "${tool}" = racecheck ] && [ -n "${RACECHECK_GTEST_FILTER:-}" ] &&
-           args=("--gtest_filter=${RACECHECK_GTEST_FILTER}")
-         [ "${tool}" = initcheck ] && args=("--gtest_filter=${INITCHECK_GTEST_FILTER:-${gated}}") ;;
+      *) args=("--gtest_filter=-${unguarded}")
+         [ "${tool}" = racecheck ] && [ -n "${RACECHECK_GTEST_FILTER:-}" ] &&
+           args=("--gtest_filter=${RACECHECK_GTEST_FILTER}-${unguarded}")
+         [ "${tool}" = initcheck ] &&
+           args=("--gtest_filter=${INITCHECK_GTEST_FILTER:-${gated}:${unguarded}}") ;;
     esac
     timeout "${limit}" compute-sanitizer "${options[@]}" "${binary}" "${args[@]}" > "${log}" 2>&1
     rc=$?

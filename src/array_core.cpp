@@ -158,6 +158,9 @@ ArrayCore::ArrayCore(const ArrayCore& other)
       throw;
     }
     counters_.add_d2d(other.device_valid_end_);
+    // The copy reads `other` on `stream`: a later write of `other` must wait for it. SmartArray
+    // keeps its core mutable, so this core is never a const object.
+    const_cast<ArrayCore&>(other).add_device_user(stream);
     device_writer_ = stream;
     device_users_.assign(1, stream);
     eviction_registry().add(this);
@@ -833,6 +836,15 @@ void ArrayCore::host_changed() {
                      "host_changed() on an array whose host copy is stale (", size_,
                      " bytes); acquire the host side first");
   device_valid_end_ = 0;
+  refresh_state();
+}
+
+void ArrayCore::order_device_write(StreamRef stream) {
+  std::lock_guard lock(mutex_);
+  forget_retired_streams();
+  if (size_ == 0) return;
+  join_device_users(stream);
+  set_device_exclusive(stream);
   refresh_state();
 }
 

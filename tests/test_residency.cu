@@ -208,6 +208,41 @@ TEST(Residency, SwapHandsOverWorkOnAStreamDestroyedSince) {
   EXPECT_EQ(host_copy(a), scaled(scaled(b_values)));
 }
 
+TEST(Residency, ACopyConstructionIsAUseOfItsSourceThatLaterWritersWaitFor) {
+  const auto values = random_values<float>(n);
+  SmartArray<float> x(values);
+  {
+    sa::Stream first;
+    scale_on_device(x, first);
+  }  // x's last writer is gone: the copy below reads x on the default stream
+  auto release = sa::test::gate(sa::StreamRef{});
+  const SmartArray<float> copy(x);  // queued behind the gate
+  sa::Stream second;
+  sa::test::fill_on_device(x, 7.5F, second);  // must wait for the copy's read
+  release.set_value();
+  EXPECT_EQ(host_copy(copy), scaled(values));
+  EXPECT_EQ(host_copy(x), std::vector<float>(n, 7.5F));
+}
+
+TEST(Residency, AWriteThroughGpuIsOrderedAfterPendingReadsOnOtherStreams) {
+  const auto values = random_values<float>(n);
+  SmartArray<float> a(values);
+  SmartArray<float> c(n);
+  sa::Stream uploader;
+  sa::Stream reader;
+  sa::Stream writer;
+  (void)std::as_const(a).device_view(uploader);  // the last writer is `uploader`, not `reader`
+  uploader.synchronize();
+  auto release = sa::test::gate(reader);
+  sa::copy(c, a, reader);  // reads a behind the gate
+  const sa::DeviceView<float> view = a.gpu(writer);
+  sa::test::fill_view(view, 7.5F, writer);  // Numba's protocol: write through gpu(), then say so
+  a.gpu_changed(writer);
+  release.set_value();
+  EXPECT_EQ(host_copy(c), values);
+  EXPECT_EQ(host_copy(a), std::vector<float>(n, 7.5F));
+}
+
 TEST(Residency, ZeroSizeArraysNeverAllocateOrCopy) {
   const auto before = sa::global_transfer_stats();
   SmartArray<double> a;

@@ -607,10 +607,13 @@ class SmartArray {
     return {host_ptr(), size()};
   }
   /// @brief Numba's `gpu()`: the device copy, refreshed if stale, not marked changed. After a
-  ///        kernel writes it, call gpu_changed().
+  ///        kernel writes it, call gpu_changed(). Work on `stream` is ordered after every other
+  ///        use of the device copy, so that a kernel may write through the view.
   [[nodiscard]] DeviceView<T> gpu(StreamRef stream = {},
                                   smartarray::source_location where = smartarray::source_location::current()) {
-    return device_view(Access::read, stream, where);
+    const DeviceView<T> view = device_view(Access::read, stream, where);
+    core_.order_device_write(stream);
+    return view;
   }
   /// @brief Numba's `host_changed()`: the host copy was modified; the device copy becomes stale.
   void host_changed() { core_.host_changed(); }

@@ -115,6 +115,9 @@ class ArrayCore {
   std::byte* acquire_device(Access access, StreamRef stream, const smartarray::source_location& where);
   /// Numba's host_changed(): the host copy was modified in place; the device copy becomes stale.
   void host_changed();
+  /// Numba's gpu(): orders work queued on `stream` from now on after every other use of the
+  /// (already valid) device copy, as a writer, without marking anything changed.
+  void order_device_write(StreamRef stream);
   /// Numba's gpu_changed(): the device copy was modified on `stream`; the host copy becomes stale.
   void device_changed(StreamRef stream);
   /// Waits for copies still reading the host buffer (before the host writes through a raw view).
