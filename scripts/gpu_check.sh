@@ -48,7 +48,8 @@ if [ "${tests}" -eq 1 ]; then
     for f in "${build}"/tests/test_*; do
       [ -x "$f" ] || continue
       log="${out}/$(basename "$f").${backend}.log"
-      SMARTARRAY_BACKEND=${backend} SMARTARRAY_DIFF_SEQUENCES=20000 "$f" > "${log}" 2>&1 || status=1
+      SMARTARRAY_BACKEND=${backend} SMARTARRAY_DIFF_SEQUENCES=20000 SMARTARRAY_PROPERTY_OPS=500000 \
+        "$f" > "${log}" 2>&1 || status=1
       p=$(grep -oE '\[  PASSED  \] [0-9]+' "${log}" | grep -oE '[0-9]+$' || echo 0)
       fl=$(grep -oE '\[  FAILED  \] [0-9]+ test' "${log}" | grep -oE '[0-9]+' || echo 0)
       s=$(grep -oE '\[  SKIPPED \] [0-9]+' "${log}" | grep -oE '[0-9]+$' || echo 0)
@@ -58,11 +59,12 @@ if [ "${tests}" -eq 1 ]; then
     echo "gtest ${backend}: ${passed} passed, ${failed} failed, ${skipped} skipped" | tee -a "${out}/summary.txt"
   done
   grep -h "fault sweep:" "${out}"/test_fault_sweep.*.log >> "${out}/summary.txt" 2>/dev/null
+  grep -h "property test:" "${out}"/test_property.*.log >> "${out}/summary.txt" 2>/dev/null
   ctest --test-dir "${build}" --output-on-failure -j 4 -R "example|_latency|compile_fail" \
     > "${out}/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed" "${out}/ctest.log" | sed 's/^/ctest (examples, latency, compile-fail): /' |
     tee -a "${out}/summary.txt"
-  SMARTARRAY_BACKEND=cuda "${build}/examples/pipeline" 2>&1 | tee "${out}/demo.txt"
+  SMARTARRAY_BACKEND=cuda "${build}/benchmarks/bench_pipelines" --demo 2>&1 | tee "${out}/demo.txt" || status=1
 fi
 
 # Pack what exists so far: a call cut off at its time limit still returns the tests' results.
