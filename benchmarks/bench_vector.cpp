@@ -188,8 +188,8 @@ void BM_range_for_sum_int(benchmark::State& state) {
 }
 
 /// `for (i) sum += c[i]` over 64-bit integers: std::vector's loop vectorizes; SmartArray's cannot,
-/// because each operator[] loads the atomic fast-path flag (docs/vector.md: use iterators or
-/// host_view() for tight loops).
+/// because operator[]'s slow path is a call (docs/vector.md: use iterators or host_view() for
+/// tight loops).
 void BM_index_sum_int(benchmark::State& state) {
   sum_benchmark<std::int64_t>(state, [](auto& c, std::size_t reps) {
     return index_sum<std::remove_reference_t<decltype(c)>, std::int64_t>(c, reps);
