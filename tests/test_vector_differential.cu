@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "support/device_ops.cuh"
+#include "support/input_iterator.hpp"
 #include "support/test_support.hpp"
 
 namespace sa = smartarray;
@@ -36,39 +37,9 @@ namespace differential {
 // Unsigned: the device's x * 2 + 1 wraps exactly as the model's does.
 using T = std::uint32_t;
 
-// In a named namespace: nvcc flags unreferenced members of classes with internal linkage, and
-// ranges need the postfix increment of a legacy input iterator even where it is not called.
-/// A single-pass iterator over a vector: ranges of it take the input-iterator paths.
-class InputIterator {
- public:
-  using iterator_category = std::input_iterator_tag;
-  using value_type = T;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const T*;
-  using reference = const T&;
-
-  InputIterator() = default;
-  explicit InputIterator(const T* at) : at_(at) {}
-  reference operator*() const { return *at_; }
-  InputIterator& operator++() {
-    ++at_;
-    return *this;
-  }
-  InputIterator operator++(int) {
-    InputIterator before = *this;
-    ++at_;
-    return before;
-  }
-  friend bool operator==(const InputIterator&, const InputIterator&) = default;
-
- private:
-  const T* at_ = nullptr;
-};
+using InputIterator = sa::test::InputIterator<T>;
 
 }  // namespace differential
-
-static_assert(std::input_iterator<differential::InputIterator> &&
-              !std::forward_iterator<differential::InputIterator>);
 
 namespace {
 

@@ -27,6 +27,8 @@
 #include <smartarray/smartarray.hpp>
 #include <smartarray/testing.hpp>
 
+#include "input_iterator.hpp"
+
 #include <algorithm>
 #include <array>
 #include <compare>
@@ -99,33 +101,6 @@ class ByteReader {
 class Divergence : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
-};
-
-/// A single-pass iterator over a vector: ranges of it take the input-iterator paths.
-class InputIterator {
- public:
-  using iterator_category = std::input_iterator_tag;
-  using value_type = Element;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const Element*;
-  using reference = const Element&;
-
-  InputIterator() = default;
-  explicit InputIterator(const Element* at) : at_(at) {}
-  reference operator*() const { return *at_; }
-  InputIterator& operator++() {
-    ++at_;
-    return *this;
-  }
-  InputIterator operator++(int) {
-    InputIterator before = *this;
-    ++at_;
-    return before;
-  }
-  friend bool operator==(const InputIterator&, const InputIterator&) = default;
-
- private:
-  const Element* at_ = nullptr;
 };
 
 /// `v[i] = v[i] * 2 + 1`.
@@ -360,6 +335,14 @@ class ApiModel {
   void write_host(Slot& s) {
     read_host(s);
     s.device_end = 0;
+  }
+  /// A host acquire through mutable (`writes`) or const iterators.
+  void access_host(Slot& s, bool writes) {
+    if (writes) {
+      write_host(s);
+    } else {
+      read_host(s);
+    }
   }
   /// A host overwrite of every element (discard): nothing is copied.
   static void overwrite_host(Slot& s) { s.host_begin = s.device_end = 0; }
@@ -866,8 +849,8 @@ class ApiModel {
         inserted = in.values(in.pick(limit + 1));
         note(x, ".insert(cbegin() + " + str(k) + ", input range of " + str(inserted.size()) + ")");
         call = [&] {
-          it = a.insert(a.cbegin() + k, InputIterator(inserted.data()),
-                        InputIterator(inserted.data() + inserted.size()));
+          it = a.insert(a.cbegin() + k, InputIterator<Element>(inserted.data()),
+                        InputIterator<Element>(inserted.data() + inserted.size()));
         };
         break;
       case 8: {  // a range of the array itself
@@ -901,11 +884,7 @@ class ApiModel {
       }
     }
     apply(call, [&] {
-      if (writes) {
-        write_host(x);
-      } else {
-        read_host(x);
-      }
+      access_host(x, writes);
       insert_model(x, index, inserted);
       check_iterator(x, it, index);
     });
@@ -954,11 +933,7 @@ class ApiModel {
         break;
     }
     apply(call, [&] {
-      if (writes) {
-        write_host(x);
-      } else {
-        read_host(x);
-      }
+      access_host(x, writes);
       erase_model(x, first, last);
       check_iterator(x, it, first);
     });
@@ -1024,8 +999,8 @@ class ApiModel {
         note(x, ".assign(input range of " + str(m) + ")");
         apply(
             [&] {
-              x.array.assign(InputIterator(range.data()),
-                             InputIterator(range.data() + range.size()));
+              x.array.assign(InputIterator<Element>(range.data()),
+                             InputIterator<Element>(range.data() + range.size()));
             },
             [&] { assign_model(x, range); });
         return;
@@ -1144,8 +1119,9 @@ class ApiModel {
         note(x, " = SmartArray(input range of " + str(n) + in_mode);
         apply(
             [&] {
-              x.array = SmartArray<Element>(InputIterator(values.data()),
-                                            InputIterator(values.data() + values.size()), options);
+              x.array = SmartArray<Element>(
+                  InputIterator<Element>(values.data()),
+                  InputIterator<Element>(values.data() + values.size()), options);
             },
             [&] {
               // Input ranges grow as push_back does.
