@@ -588,13 +588,13 @@ class SmartArray {
       Access access, StreamRef stream = {},
       smartarray::source_location where = smartarray::source_location::current()) {
     auto* ptr = reinterpret_cast<T*>(core_.acquire_device(access, stream, where));
-    return DeviceView<T>(ptr, size(), core_.view_stamp());
+    return DeviceView<T>(ptr, size(), view_stamp());
   }
   /// @brief The device copy for reading on `stream`.
   [[nodiscard]] DeviceView<const T> device_view(
       StreamRef stream = {}, smartarray::source_location where = smartarray::source_location::current()) const {
     auto* ptr = reinterpret_cast<const T*>(core_.acquire_device(Access::read, stream, where));
-    return DeviceView<const T>(ptr, size(), core_.view_stamp());
+    return DeviceView<const T>(ptr, size(), view_stamp());
   }
 
   // --- Numba's SmartArray names ---------------------------------------------------------------
@@ -660,6 +660,15 @@ class SmartArray {
   friend struct detail::ArrayFactory;
 
   [[nodiscard]] T* host_ptr() const noexcept { return reinterpret_cast<T*>(core_.host_data()); }
+  /// The generation a new device view records: only debug builds check it, so release builds
+  /// leave their views untracked instead of reading the registry on every acquire.
+  [[nodiscard]] detail::ViewStamp view_stamp() const noexcept {
+#if SMARTARRAY_DEBUG_CHECKS
+    return core_.view_stamp();
+#else
+    return {};
+#endif
+  }
 
   [[nodiscard]] bool fast_host(Access access) const noexcept {
     return access == Access::read ? core_.host_readable() : core_.host_writable();
