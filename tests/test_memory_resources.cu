@@ -576,6 +576,43 @@ TYPED_TEST(PoolConformance, TrimReturnsOnlyWhollyFreeChunks) {
   EXPECT_EQ(pool.trim(), 0U);
 }
 
+// A small block released for anyone waits for the next host request of its size: a growing
+// vector's pattern. It never costs growth, never shows as fragmentation, and trim returns its chunk.
+TYPED_TEST(PoolConformance, SmallHostBlocksAreReusedWholeAndFiledBeforeGrowth) {
+  TypeParam under_test(fixed_chunks(unit, unit));
+  PoolResource& pool = under_test.pool;
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_int_distribution<std::size_t> granules(1, 16);
+  const std::size_t small = granules(rng) * 256;
+  auto* first = static_cast<char*>(pool.allocate_sync(small));
+  pool.deallocate_sync(first, small);
+  EXPECT_EQ(pool.bytes_in_use(), 0U);
+  auto* again = static_cast<char*>(pool.allocate_sync(small));
+  EXPECT_EQ(again, first) << "the released block of " << small << " bytes is reused whole";
+  EXPECT_EQ(pool.bytes_in_use(), small);
+  pool.deallocate_sync(again, small);
+  // Queries see one merged free chunk, not a waiting small block.
+  EXPECT_EQ(pool.largest_free_block(), unit);
+  // A request that only the whole chunk satisfies takes it without growing the pool.
+  pool.deallocate_sync(pool.allocate_sync(small), small);
+  auto* whole = static_cast<char*>(pool.allocate_sync(unit));
+  EXPECT_EQ(whole, first);
+  EXPECT_EQ(pool.upstream_allocation_count(), 1U);
+  pool.deallocate_sync(whole, unit);
+  pool.deallocate_sync(pool.allocate_sync(small), small);
+  EXPECT_EQ(pool.trim(), unit);
+  EXPECT_EQ(pool.usage().chunk_count, 0U);
+}
+
+TYPED_TEST(PoolConformance, FreeingAWaitingSmallBlockAgainStops) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  TypeParam under_test(fixed_chunks(unit, unit));
+  PoolResource& pool = under_test.pool;
+  void* block = pool.allocate_sync(512);
+  pool.deallocate_sync(block, 512);
+  EXPECT_DEATH(pool.deallocate_sync(block, 512), "freed twice");
+}
+
 TYPED_TEST(PoolConformance, HardLimitOfSixUnits) {
   sa::Stream stream;
   TypeParam under_test(fixed_chunks(unit, 0, 6 * unit));

@@ -9,6 +9,13 @@
 //   stream takes them without a wait once S has completed, else after waiting on an event recorded
 //   on S; the host takes them only once S has completed.
 // Free neighbours merge only when they have the same owner; neighbours never cross chunks.
+//
+// Small blocks released for anyone (`deallocate_sync`) first wait, unmerged and still in the live
+// map, in a stack of their exact size for the next host request of that size: a growing vector
+// frees and allocates the same few sizes over and over, and a stack skips the split, the merge and
+// the tree. They are filed as ordinary free blocks before the pool would grow, before any query
+// that reports free memory, and by trim() and the out-of-memory chain, so they never cost growth
+// nor show up as fragmentation.
 #include <smartarray/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/pool_resource.hpp>
@@ -16,6 +23,7 @@
 #include "memory/alignment.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -87,6 +95,7 @@ struct Block {
   Block* previous = nullptr;  ///< the block below in the same chunk, if any
   Block* next = nullptr;      ///< the block above in the same chunk, if any
   bool free = false;
+  bool cached = false;        ///< released for anyone, and waiting in a stack of its size
   bool shared = false;        ///< free, and no queued work uses it: anyone may take it
   void* stream = nullptr;     ///< free and not shared: the stream its last use was queued on
   std::uint64_t release = 0;  ///< free: the number of the release that freed it (merged: latest)
@@ -141,6 +150,17 @@ void unregister_pool(PoolResource* pool) noexcept {
   std::erase(registry.pools, pool);
 }
 
+/// The largest block a size stack keeps, the blocks a stack keeps, and the bytes all stacks keep.
+constexpr std::size_t cached_block_max = std::size_t{32} << 10;
+constexpr std::size_t cached_per_size = 4;
+constexpr std::size_t cached_bytes_max = std::size_t{1} << 20;
+
+/// Released blocks of one size, last in first out.
+struct SizeStack {
+  std::array<Block*, cached_per_size> blocks{};
+  std::size_t count = 0;
+};
+
 PoolOptions normalized(PoolOptions options) {
   options.initial_size = round_up(options.initial_size);
   options.chunk_size = round_up(std::max(options.chunk_size, granularity));
@@ -178,6 +198,8 @@ struct PoolResource::State {
   std::uint64_t upstream_allocations = 0;
   std::uint64_t upstream_releases = 0;
   std::uint64_t releases = 0;         ///< numbers the releases, for `Block::release`
+  std::array<SizeStack, cached_block_max / granularity> cached{};  ///< by size / granularity - 1
+  std::size_t cached_bytes = 0;
   std::string last_upstream_failure;  ///< why growth last failed, for the out-of-memory message
 
   std::shared_mutex hooks_mutex;  ///< calls hold it shared; registration holds it exclusively
@@ -189,6 +211,50 @@ struct PoolResource::State {
 
   FreeList& list_of(const Block& block) {
     return block.shared ? shared_free : stream_free[block.stream];
+  }
+
+  /// Keeps the block just released for anyone in the stack of its size; false when it is too large
+  /// or the stacks are full.
+  bool cache_locked(Block* block) noexcept {
+    if (block->size > cached_block_max || cached_bytes + block->size > cached_bytes_max) {
+      return false;
+    }
+    SizeStack& stack = cached[block->size / granularity - 1];
+    if (stack.count == cached_per_size) return false;
+    stack.blocks[stack.count++] = block;
+    block->cached = true;
+    cached_bytes += block->size;
+    return true;
+  }
+
+  /// A block of exactly `size` from the stacks, marked live; nullptr when none waits.
+  char* take_cached_locked(std::size_t size) noexcept {
+    if (size > cached_block_max) return nullptr;
+    SizeStack& stack = cached[size / granularity - 1];
+    if (stack.count == 0) return nullptr;
+    Block* const block = stack.blocks[--stack.count];
+    block->cached = false;
+    cached_bytes -= size;
+    in_use += size;
+    return block->address;
+  }
+
+  /// Files every block of the stacks as a shared free block, merged with its free neighbours.
+  void file_cached_locked() {
+    for (SizeStack& stack : cached) {
+      while (stack.count > 0) {
+        Block* const block = stack.blocks[stack.count - 1];
+        live.erase(block->address);
+        --stack.count;
+        cached_bytes -= block->size;
+        block->cached = false;
+        block->free = true;
+        block->shared = true;
+        block->stream = nullptr;
+        block->release = ++releases;
+        file_free_locked(block);
+      }
+    }
   }
 
   /// Files the free `block` in `list`.
@@ -334,8 +400,20 @@ struct PoolResource::State {
     return nullptr;
   }
 
-  /// The whole search without growth: own stream, shared blocks, then other streams.
+  /// The whole search without growth: the size stacks for the host, then own stream, shared blocks,
+  /// other streams, and all of them again once the stacks are filed.
   char* search_locked(StreamRef stream, std::size_t size, bool host) {
+    if (host) {
+      if (char* block = take_cached_locked(size)) return block;
+    }
+    if (char* block = search_lists_locked(stream, size, host)) return block;
+    if (cached_bytes == 0) return nullptr;
+    file_cached_locked();
+    return search_lists_locked(stream, size, host);
+  }
+
+  /// The search of the free lists: own stream, shared blocks, then other streams.
+  char* search_lists_locked(StreamRef stream, std::size_t size, bool host) {
     if (host) {
       if (char* block = take_locked(shared_free, size)) return block;
       return take_completed_for_host_locked(size);
@@ -406,6 +484,7 @@ struct PoolResource::State {
 
   /// Returns every chunk that is one shared free block to upstream; the bytes returned.
   std::size_t release_free_chunks_locked() {
+    file_cached_locked();
     std::size_t released = 0;
     for (auto chunk = chunks.begin(); chunk != chunks.end();) {
       Block* const first = chunk->second.first;
@@ -422,6 +501,12 @@ struct PoolResource::State {
       chunk = chunks.erase(chunk);
     }
     return released;
+  }
+
+  /// The largest free block, once the size stacks are filed.
+  [[nodiscard]] std::size_t largest_free_filed_locked() {
+    file_cached_locked();
+    return largest_free_locked();
   }
 
   [[nodiscard]] std::size_t largest_free_locked() const {
@@ -571,19 +656,21 @@ void PoolResource::do_deallocate(StreamRef stream, void* ptr, std::size_t bytes,
   State& state = *state_;
   const std::lock_guard lock(state.mutex);
   const auto found = state.live.find(static_cast<char*>(ptr));
-  if (found == state.live.end() || found->second->size != round_up(bytes)) {
+  if (found == state.live.end() || found->second->cached ||
+      found->second->size != round_up(bytes)) {
     // Freeing what the pool never handed out (or twice) would corrupt it: stop here.
     std::cerr << "smartarray: " << state.options.name << " deallocate of " << bytes << " bytes at "
               << ptr << ": "
-              << (found == state.live.end()
+              << (found == state.live.end() || found->second->cached
                       ? "not a live block of this pool (never allocated here, or freed twice)"
                       : "the size differs from the allocation's")
               << "\n";
     std::abort();
   }
   Block* const block = found->second;
-  state.live.erase(found);
   state.in_use -= block->size;
+  if (host && state.cache_locked(block)) return;
+  state.live.erase(found);
   block->free = true;
   block->shared = host;
   block->stream = host ? nullptr : stream.handle();
@@ -626,7 +713,7 @@ std::size_t PoolResource::reserved_bytes() const {
 
 std::size_t PoolResource::largest_free_block() const {
   const std::lock_guard lock(state_->mutex);
-  return state_->largest_free_locked();
+  return state_->largest_free_filed_locked();
 }
 
 std::uint64_t PoolResource::upstream_allocation_count() const {
@@ -636,9 +723,10 @@ std::uint64_t PoolResource::upstream_allocation_count() const {
 
 PoolUsage PoolResource::usage() const {
   const std::lock_guard lock(state_->mutex);
+  const std::size_t largest_free = state_->largest_free_filed_locked();
   return PoolUsage{state_->in_use,
                    state_->reserved,
-                   state_->largest_free_locked(),
+                   largest_free,
                    state_->upstream_allocations,
                    state_->upstream_releases,
                    state_->chunks.size()};
