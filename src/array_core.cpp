@@ -605,9 +605,12 @@ void ArrayCore::staged_copy_to_device(std::byte* dst, const std::byte* src, std:
     throw;
   }
   Runtime::count_transfer(CopyKind::host_to_device, bytes);  // one transfer, however many chunks
-  // Stream-ordered: the pool reuses them after the copies queued on `stream`.
+  // Once the last chunks are on the device, the blocks go back for anyone. Released on the stream
+  // instead, a host request could not take them while later work (the kernels) is queued there,
+  // and the download of the result would grow the pinned pool in the middle of the call.
   for (std::size_t b = 0; b < blocks; ++b) {
-    host_resource_->deallocate(stream, block[b], chunk, host_alignment);
+    if (in_use[b]) runtime().synchronize(copied[b].get());
+    host_resource_->deallocate_sync(block[b], chunk, host_alignment);
   }
 }
 
@@ -644,8 +647,11 @@ void ArrayCore::staged_copy_to_host(std::byte* dst, const std::byte* src, std::s
     throw;
   }
   Runtime::count_transfer(CopyKind::device_to_host, bytes);
+  // Every chunk's copy was waited for: the blocks go back for anyone at once. Released on the
+  // stream, a host request could not take them while later work is queued there, and the next
+  // staged copy would grow the pinned pool instead.
   for (std::size_t b = 0; b < blocks; ++b) {
-    host_resource_->deallocate(stream, block[b], chunk, host_alignment);
+    host_resource_->deallocate_sync(block[b], chunk, host_alignment);
   }
 }
 
