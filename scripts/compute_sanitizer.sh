@@ -56,6 +56,7 @@ gated+=":Residency.DeviceReadOnStreamBSeesWriteOnStreamAWithoutBlockingTheHost"
 gated+=":Residency.DeviceWriteOnStreamBWaitsForReadOnStreamA"
 gated+=":Residency.ACopyConstructionIsAUseOfItsSourceThatLaterWritersWaitFor"
 gated+=":Residency.AWriteThroughGpuIsOrderedAfterPendingReadsOnOtherStreams"
+gated+=":MemoryModesPageable.StagingBlocksAreFreeForAnyoneOnceATransferReturns"
 # Death tests stop a child process with a signal, which compute-sanitizer may intercept (the
 # stale-host guard's child hangs on its SIGSEGV): no tool runs them.
 deaths="StaleHostGuard.ReadThroughAPointerKeptAcrossADeviceWriteStopsWithAClearMessage"

@@ -598,6 +598,10 @@ void ArrayCore::staged_copy_to_device(std::byte* dst, const std::byte* src, std:
       runtime().record(copied[b].get(), stream);
       in_use[b] = true;
     }
+    // The last chunks must reach the device before the blocks go back for anyone (see below).
+    for (std::size_t b = 0; b < blocks; ++b) {
+      if (in_use[b]) runtime().synchronize(copied[b].get());
+    }
   } catch (...) {
     for (std::size_t b = 0; b < blocks; ++b) {
       if (block[b] != nullptr) host_resource_->deallocate(stream, block[b], chunk, host_alignment);
@@ -605,11 +609,10 @@ void ArrayCore::staged_copy_to_device(std::byte* dst, const std::byte* src, std:
     throw;
   }
   Runtime::count_transfer(CopyKind::host_to_device, bytes);  // one transfer, however many chunks
-  // Once the last chunks are on the device, the blocks go back for anyone. Released on the stream
-  // instead, a host request could not take them while later work (the kernels) is queued there,
-  // and the download of the result would grow the pinned pool in the middle of the call.
+  // Every copy is done: the blocks go back for anyone. Released on the stream instead, a host
+  // request could not take them while later work (the kernels) is queued there, and the download
+  // of the result would grow the pinned pool in the middle of the call.
   for (std::size_t b = 0; b < blocks; ++b) {
-    if (in_use[b]) runtime().synchronize(copied[b].get());
     host_resource_->deallocate_sync(block[b], chunk, host_alignment);
   }
 }

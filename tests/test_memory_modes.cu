@@ -8,9 +8,12 @@
 
 #include <smartarray/smartarray.hpp>
 #include <smartarray/memory_mode.hpp>
+#include <smartarray/memory/pool_resource.hpp>
+#include <smartarray/memory/upstream_resources.hpp>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <string>
@@ -303,6 +306,38 @@ TEST(MemoryModesPageable, LargeTransfersAreStagedAsOneLogicalCopyEach) {
   EXPECT_EQ(made.h2d_bytes, large * sizeof(float));
   EXPECT_EQ(made.d2h_count, 1U);
   EXPECT_EQ(made.d2h_bytes, large * sizeof(float));
+}
+
+TEST(MemoryModesPageable, StagingBlocksAreFreeForAnyoneOnceATransferReturns) {
+  // A pool that holds the two 4 MiB staging blocks and nothing more, and may not grow.
+  constexpr std::size_t block = std::size_t{4} << 20;
+  sa::PinnedMemoryResource upstream;
+  sa::PoolOptions limits;
+  limits.initial_size = 2 * block;
+  limits.chunk_size = 2 * block;
+  limits.maximum_size = 2 * block;
+  limits.name = "staging pool";
+  sa::PoolResource pool(upstream, limits);
+  sa::Stream stream;
+  const auto values = random_values<float>(3 * (std::size_t{1} << 20));  // 12 MiB, three chunks
+  SmartArray<float> a(values, sa::ArrayOptions{.host_resource = &pool, .mode = MemoryMode::pageable});
+  (void)a.device_view(Access::read, stream);  // the staged upload
+  // Later work holds the stream busy; the upload's blocks must not wait for it.
+  std::promise<void> release = gate(stream);
+  std::atomic<bool> opened{false};
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    opened = true;
+    release.set_value();
+  });
+  void* first = pool.allocate_sync(block);
+  void* second = pool.allocate_sync(block);
+  EXPECT_FALSE(opened.load()) << "the host waited for the stream's later work to get the blocks";
+  pool.deallocate_sync(first, block);
+  pool.deallocate_sync(second, block);
+  opener.join();
+  EXPECT_EQ(pool.upstream_allocation_count(), 1U);
+  EXPECT_EQ(host_copy(a), values);
 }
 
 TEST(MemoryModesManaged, ReadMostlyAdviceIsAppliedAndKeepsTheContract) {
