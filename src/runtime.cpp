@@ -25,10 +25,12 @@ struct FaultSlot {
   std::atomic<std::uint64_t> operations{0};
   std::atomic<std::uint64_t> remaining{0};  // 0 = disarmed
 
-  /// Counts one operation; true when it is the one that must fail.
+  /// Counts one operation while armed; true when it is the one that must fail. Disarmed, it is
+  /// one load: every pool allocation passes here.
   bool tick() noexcept {
-    operations.fetch_add(1, std::memory_order_relaxed);
     std::uint64_t left = remaining.load(std::memory_order_relaxed);
+    if (left == 0) return false;
+    operations.fetch_add(1, std::memory_order_relaxed);
     while (left != 0) {
       if (remaining.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
         return left == 1;

@@ -28,7 +28,8 @@ void inject_failure(Fault what, std::uint64_t nth);
 /// @brief Disarms every injected failure.
 void clear_injected_failures();
 
-/// @brief How many operations of kind `what` have gone through the seam so far (for sweeps).
+/// @brief How many operations of kind `what` have gone through the seam while a failure of that
+///        kind was armed (for sweeps; disarmed operations are not counted).
 [[nodiscard]] std::uint64_t operation_count(Fault what);
 
 /// @brief True when an armed failure of kind `what` has not fired yet.
