@@ -343,6 +343,42 @@ TYPED_TEST(MemoryResourceConformance, StatisticsAreExact) {
   EXPECT_EQ(now.total_count, 10U);
 }
 
+TYPED_TEST(MemoryResourceConformance, StatisticsStayExactUnderConcurrentRequestsAndCountOnlyTheirOwn) {
+  TypeParam under_test;
+  sa::StatisticsAdaptor stats(under_test.resource());
+  // A request that bypasses the adaptor is not its to count.
+  void* bypass = under_test.resource().allocate_sync(3 * 256);
+  constexpr int threads = 4;
+  constexpr int rounds = 200;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&stats, t] {
+      std::mt19937 rng(static_cast<unsigned>(t) + 1U);
+      std::uniform_int_distribution<std::size_t> size(1, 64 * 1024);
+      std::vector<std::pair<void*, std::size_t>> held;
+      for (int r = 0; r < rounds; ++r) {
+        const std::size_t bytes = size(rng);
+        held.emplace_back(stats.allocate_sync(bytes), bytes);
+        if (held.size() == 3) {
+          stats.deallocate_sync(held.front().first, held.front().second);
+          held.erase(held.begin());
+        }
+      }
+      for (const auto& [ptr, bytes] : held) stats.deallocate_sync(ptr, bytes);
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+  const sa::MemoryStats now = stats.stats();
+  EXPECT_EQ(now.current_bytes, 0U);
+  EXPECT_EQ(now.current_count, 0U);
+  EXPECT_EQ(now.total_count, static_cast<std::uint64_t>(threads * rounds));
+  EXPECT_GE(now.peak_count, 3U);
+  EXPECT_LE(now.peak_count, static_cast<std::size_t>(threads * 3));
+  EXPECT_LE(now.peak_bytes, static_cast<std::size_t>(threads * 3 * 64 * 1024));
+  under_test.resource().deallocate_sync(bypass, 3 * 256);
+  EXPECT_EQ(stats.stats().total_count, static_cast<std::uint64_t>(threads * rounds));
+}
+
 TYPED_TEST(MemoryResourceConformance, EightThreadsAllocateAndFreeConcurrently) {
   constexpr int threads = 8;
   constexpr int steps = 150;

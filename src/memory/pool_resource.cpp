@@ -21,6 +21,7 @@
 #include <smartarray/memory/pool_resource.hpp>
 
 #include "memory/alignment.hpp"
+#include "memory/request_counts.hpp"
 
 #include <algorithm>
 #include <array>
@@ -633,6 +634,11 @@ const PoolOptions& PoolResource::options() const noexcept { return state_->optio
 
 void* PoolResource::do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment,
                                 bool host) {
+  return allocate_counted(stream, bytes, alignment, host, nullptr);
+}
+
+void* PoolResource::allocate_counted(StreamRef stream, std::size_t bytes, std::size_t alignment,
+                                     bool host, MemoryStats* counts) {
   if (bytes == 0) return nullptr;
   State& state = *state_;
   detail::check_alignment(alignment, state.allocate_what.c_str());
@@ -644,14 +650,28 @@ void* PoolResource::do_allocate(StreamRef stream, std::size_t bytes, std::size_t
   const std::size_t size = round_up(bytes);
   {
     const std::lock_guard lock(state.mutex);
-    if (char* block = state.search_locked(stream, size, host)) return block;
-    if (state.grow_locked(size)) return state.take_locked(state.shared_free, size);
+    char* block = state.search_locked(stream, size, host);
+    if (block == nullptr && state.grow_locked(size)) block = state.take_locked(state.shared_free, size);
+    if (block != nullptr) {
+      if (counts != nullptr) detail::count_allocation(*counts, bytes);
+      return block;
+    }
   }
-  return state.allocate_out_of_memory(stream, bytes, size, host);
+  void* block = state.allocate_out_of_memory(stream, bytes, size, host);
+  if (counts != nullptr) {
+    const std::lock_guard lock(state.mutex);
+    detail::count_allocation(*counts, bytes);
+  }
+  return block;
 }
 
 void PoolResource::do_deallocate(StreamRef stream, void* ptr, std::size_t bytes, std::size_t,
                                  bool host) noexcept {
+  deallocate_counted(stream, ptr, bytes, host, nullptr);
+}
+
+void PoolResource::deallocate_counted(StreamRef stream, void* ptr, std::size_t bytes, bool host,
+                                      MemoryStats* counts) noexcept {
   if (ptr == nullptr) return;
   State& state = *state_;
   const std::lock_guard lock(state.mutex);
@@ -667,6 +687,7 @@ void PoolResource::do_deallocate(StreamRef stream, void* ptr, std::size_t bytes,
               << "\n";
     std::abort();
   }
+  if (counts != nullptr) detail::count_deallocation(*counts, bytes);
   Block* const block = found->second;
   state.in_use -= block->size;
   if (host && state.cache_locked(block)) return;
@@ -676,6 +697,16 @@ void PoolResource::do_deallocate(StreamRef stream, void* ptr, std::size_t bytes,
   block->stream = host ? nullptr : stream.handle();
   block->release = ++state.releases;
   state.file_free_locked(block);
+}
+
+MemoryStats PoolResource::read_counted(const MemoryStats& counts) const {
+  const std::lock_guard lock(state_->mutex);
+  return counts;
+}
+
+void PoolResource::reset_counted_peaks(MemoryStats& counts) const {
+  const std::lock_guard lock(state_->mutex);
+  detail::restart_peaks(counts);
 }
 
 std::size_t PoolResource::trim() {

@@ -37,6 +37,8 @@
 
 namespace smartarray {
 
+struct MemoryStats;
+
 /// @brief How a `PoolResource` grows.
 struct PoolOptions {
   /// Bytes taken from upstream at construction (0: none until the first allocation).
@@ -140,9 +142,20 @@ class PoolResource final : public MemoryResource {
  private:
   struct State;
 
+  friend class StatisticsAdaptor;
+
   void* do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment, bool host) override;
   void do_deallocate(StreamRef stream, void* ptr, std::size_t bytes, std::size_t alignment,
                      bool host) noexcept override;
+  /// A StatisticsAdaptor's requests: its counts change inside the pool's critical section, so
+  /// that counting costs no atomic operation of its own. `counts` may be null (plain requests).
+  void* allocate_counted(StreamRef stream, std::size_t bytes, std::size_t alignment, bool host,
+                         MemoryStats* counts);
+  void deallocate_counted(StreamRef stream, void* ptr, std::size_t bytes, bool host,
+                          MemoryStats* counts) noexcept;
+  /// `counts` read, or its peaks restarted, under the pool's lock.
+  [[nodiscard]] MemoryStats read_counted(const MemoryStats& counts) const;
+  void reset_counted_peaks(MemoryStats& counts) const;
 
   std::unique_ptr<State> state_;
 };

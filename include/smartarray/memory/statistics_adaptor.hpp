@@ -10,9 +10,9 @@
 
 #include <smartarray/memory/memory_resource.hpp>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 
 namespace smartarray {
 
@@ -37,7 +37,11 @@ struct MemoryStats {
 };
 
 /**
- * @brief Forwards to an upstream resource and counts allocations. Thread-safe and lock-free.
+ * @brief Forwards to an upstream resource and counts allocations. Thread-safe.
+ *
+ * Over a `PoolResource` the counts change inside the pool's own critical section, so counting
+ * adds no lock and no atomic operation to a request. Over any other upstream the adaptor takes a
+ * lock of its own around the counts (not around the upstream's call).
  */
 class StatisticsAdaptor final : public MemoryResource {
  public:
@@ -66,12 +70,9 @@ class StatisticsAdaptor final : public MemoryResource {
 
   MemoryResource& upstream_;
   PoolResource* pool_;
-  std::atomic<std::size_t> current_bytes_{0};
-  std::atomic<std::size_t> current_count_{0};
-  std::atomic<std::size_t> peak_bytes_{0};
-  std::atomic<std::size_t> peak_count_{0};
-  std::atomic<std::uint64_t> total_bytes_{0};
-  std::atomic<std::uint64_t> total_count_{0};
+  /// The request counts (the pool fields unused): guarded by the pool's lock, or by mutex_.
+  MemoryStats counts_;
+  mutable std::mutex mutex_;
 };
 
 }  // namespace smartarray
