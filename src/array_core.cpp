@@ -884,7 +884,8 @@ void ArrayCore::reserve(std::size_t bytes) {
 
 std::byte* ArrayCore::append_locked(std::size_t new_size) {
   std::lock_guard lock(mutex_);
-  touch();
+  // The use clock orders device buffers for eviction: a host-only array has none to order.
+  if (device_ != nullptr) touch();
   forget_retired_streams();
   if (host_ == nullptr) {
     // A reserved capacity is taken as it is (constructors reserve the exact size first).
