@@ -309,17 +309,18 @@ TEST(MemoryModesPageable, LargeTransfersAreStagedAsOneLogicalCopyEach) {
 }
 
 TEST(MemoryModesPageable, StagingBlocksAreFreeForAnyoneOnceATransferReturns) {
-  // A pool that holds the two 4 MiB staging blocks and nothing more, and may not grow.
+  // A pool that holds the four 4 MiB staging blocks and nothing more, and may not grow.
   constexpr std::size_t block = std::size_t{4} << 20;
+  constexpr std::size_t blocks = 4;
   sa::PinnedMemoryResource upstream;
   sa::PoolOptions limits;
-  limits.initial_size = 2 * block;
-  limits.chunk_size = 2 * block;
-  limits.maximum_size = 2 * block;
+  limits.initial_size = blocks * block;
+  limits.chunk_size = blocks * block;
+  limits.maximum_size = blocks * block;
   limits.name = "staging pool";
   sa::PoolResource pool(upstream, limits);
   sa::Stream stream;
-  const auto values = random_values<float>(3 * (std::size_t{1} << 20));  // 12 MiB, three chunks
+  const auto values = random_values<float>(5 * (std::size_t{1} << 20));  // 20 MiB, five chunks
   SmartArray<float> a(values, sa::ArrayOptions{.host_resource = &pool, .mode = MemoryMode::pageable});
   (void)a.device_view(Access::read, stream);  // the staged upload
   // Later work holds the stream busy; the upload's blocks must not wait for it.
@@ -330,11 +331,10 @@ TEST(MemoryModesPageable, StagingBlocksAreFreeForAnyoneOnceATransferReturns) {
     opened = true;
     release.set_value();
   });
-  void* first = pool.allocate_sync(block);
-  void* second = pool.allocate_sync(block);
+  std::vector<void*> taken;
+  for (std::size_t b = 0; b < blocks; ++b) taken.push_back(pool.allocate_sync(block));
   EXPECT_FALSE(opened.load()) << "the host waited for the stream's later work to get the blocks";
-  pool.deallocate_sync(first, block);
-  pool.deallocate_sync(second, block);
+  for (void* ptr : taken) pool.deallocate_sync(ptr, block);
   opener.join();
   EXPECT_EQ(pool.upstream_allocation_count(), 1U);
   EXPECT_EQ(host_copy(a), values);
