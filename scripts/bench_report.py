@@ -5,7 +5,9 @@
 
 RESULTS_DIR holds bench_*.json (written by scripts/gpu_check.sh). The pipelines benchmark gets one
 table per workload with each contender's time and its ratio against explicit and naive; the
-bandwidth workload gets GB/s; every other benchmark binary gets a table of its runs and counters.
+bandwidth workload gets GB/s; the interleaved repetitions of scripts/bench_targets.sh
+(targets_*.json) get the ratio targets; every other benchmark binary gets a table of its runs and
+counters.
 Plots need matplotlib (pip install matplotlib); without it the tables are still written.
 """
 import argparse
@@ -110,6 +112,89 @@ def pipelines_section(runs, img_dir, plots):
     return out
 
 
+def median(values):
+    values = sorted(values)
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
+def repetitions(path, pattern, value):
+    """(key..., contender) -> the per-repetition values of the runs in a targets JSON."""
+    _, runs = load(path)
+    found = collections.defaultdict(list)
+    for r in runs:
+        m = re.match(pattern, r["name"])
+        if m and not r.get("error_occurred"):
+            found[m.groups()].append(value(r))
+    return found
+
+
+def targets_section(results):
+    """The ratio targets from scripts/bench_targets.sh: medians of interleaved repetitions."""
+    pipelines, modes = results / "targets_pipelines.json", results / "targets_modes.json"
+    if not pipelines.exists() and not modes.exists():
+        return []
+    out = ["## Targets, as interleaved repetitions (`scripts/bench_targets.sh`)", "",
+           "The contenders of each target again, as repetitions run in random interleaved order, so "
+           "that the machine's drift falls on both sides of a ratio. Times are the median of the "
+           "repetitions in microseconds per call; a ratio is the ratio of the medians, and the "
+           "range in brackets is the ratio of the fastest and of the slowest repetitions.", ""]
+
+    def ratio_cell(top, bottom):
+        if not top or not bottom:
+            return "-"
+        return (f"{median(top) / median(bottom):.3f}x "
+                f"[{min(top) / min(bottom):.3f}-{max(top) / max(bottom):.3f}]")
+
+    if pipelines.exists():
+        times = repetitions(pipelines, r"BM_(\w+)/(\w+)/(\d+)", us)
+        order = ["add", "gaussian", "polar", "chain10", "iterative"]
+        rows = sorted({(w, int(n)) for w, _, n in times if w in order},
+                      key=lambda k: (order.index(k[0]), k[1]))
+        out += ["### SmartArray against explicit (target: <= 1.05x at >= 1e6, <= explicit + 5 us at 1e5)", "",
+                "| workload | n | explicit | smartarray | smartarray/explicit | repetitions |",
+                "|---|---:|---:|---:|---:|---:|"]
+        for w, n in rows:
+            e, sm = times.get((w, "explicit", str(n)), []), times.get((w, "smartarray", str(n)), [])
+            if not e or not sm:
+                continue
+            out.append(f"| {w} | {n:,} | {median(e):.1f} | {median(sm):.1f} | {ratio_cell(sm, e)} | "
+                       f"{min(len(e), len(sm))} |")
+        out.append("")
+        rates = repetitions(pipelines, r"BM_(bandwidth)/(\w+)/(\d+)",
+                            lambda r: r.get("bytes_per_second", 0) / 1e9)
+        sizes = sorted({int(n) for _, _, n in rates})
+        if sizes:
+            out += ["### Migration bandwidth against pinned cudaMemcpy (target: >= 95% at >= 16 MiB)", "",
+                    "| bytes | pinned_memcpy GB/s | smartarray GB/s | smartarray / pinned_memcpy |",
+                    "|---:|---:|---:|---:|"]
+            for n in sizes:
+                p = rates.get(("bandwidth", "pinned_memcpy", str(n)), [])
+                sm = rates.get(("bandwidth", "smartarray", str(n)), [])
+                if p and sm:
+                    out.append(f"| {n:,} | {median(p):.2f} | {median(sm):.2f} | "
+                               f"{100 * median(sm) / median(p):.1f}% |")
+            out.append("")
+    if modes.exists():
+        times = repetitions(modes, r"BM_modes_(\w+)/(\w+)/(\d+)", us)
+        pairs = [("explicit", "pinned_memcpy", "explicit / pinned_memcpy (target <= 1.05x)"),
+                 ("pageable_memcpy", "pageable", "pageable_memcpy / pageable (target >= 2x at 1.6e7)"),
+                 ("managed_on_demand", "managed_prefetch",
+                  "managed_on_demand / managed_prefetch (target >= 2x)")]
+        rows = sorted({(w, int(n)) for w, _, n in times})
+        out += ["### Memory modes", "",
+                "| workload | n | " + " | ".join(label for _, _, label in pairs) + " |",
+                "|---|---:|" + "---:|" * len(pairs)]
+        for w, n in rows:
+            cells = []
+            for top, bottom, _ in pairs:
+                t, b = times.get((w, top, str(n)), []), times.get((w, bottom, str(n)), [])
+                cells.append(f"{ratio_cell(t, b)} ({median(t):.0f} / {median(b):.0f} us)" if t and b else "-")
+            out.append(f"| {w} | {n:,} | " + " | ".join(cells) + " |")
+        out.append("")
+    return out
+
+
 def generic_section(name, runs):
     out = [f"## {name}", "", "| benchmark | time | counters |", "|---|---:|---|"]
     for r in runs:
@@ -156,6 +241,7 @@ def main():
         _, runs = load(f)
         if f.stem == "bench_pipelines":
             lines += pipelines_section(runs, img_dir, plots)
+    lines += targets_section(results)
     for f in files:
         if f.stem != "bench_pipelines":
             _, runs = load(f)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build everything, run the whole test suite on both backends, the demo
-# and the benchmarks, and print a summary last. Logs go to gpu-out/ and, packed, to $OUT.
+# and the benchmarks (then the ratio targets again as interleaved repetitions, scripts/bench_targets.sh),
+# and print a summary last. Logs go to gpu-out/ and, packed, to $OUT.
 #   bash scripts/gpu_check.sh [--no-tests] [--no-bench] [--bench-filter REGEX] [--sanitize]
 # --sanitize also runs compute-sanitizer's memcheck, racecheck, synccheck and initcheck over the
 # tests and examples (scripts/compute_sanitizer.sh) and fails the call on any error.
@@ -80,6 +81,12 @@ if [ "${bench}" -eq 1 ]; then
     echo "benchmark ${name}: rc=$?" | tee -a "${out}/summary.txt"
     pack
   done
+fi
+
+if [ "${bench}" -eq 1 ]; then
+  # The ratio targets again, as interleaved repetitions (see scripts/bench_targets.sh).
+  OUT_DIR="${out}" bash scripts/bench_targets.sh "${build}" | tee -a "${out}/summary.txt" || status=1
+  pack
 fi
 
 if [ "${sanitize}" -eq 1 ]; then

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The issues' ratio targets, measured against the machine's drift: the contenders that a target
+# compares run as repetitions in random interleaved order (Google Benchmark's
+# --benchmark_enable_random_interleaving), so that a slow change of the machine (clocks, the VM's
+# neighbours) falls on both sides of each ratio instead of on whichever benchmark ran last.
+# Writes ${OUT_DIR}/targets_pipelines.json and targets_modes.json; scripts/bench_report.py reports
+# the median of each contender's repetitions and the ratios of the medians.
+#   bash scripts/bench_targets.sh [BUILD_DIR]      (default build-gpu; run on a GPU machine)
+#   REPS=9  TARGET_MIN_TIME=0.1  OUT_DIR=gpu-out
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build-gpu}"
+out="${OUT_DIR:-gpu-out}"
+reps="${REPS:-9}"
+min_time="${TARGET_MIN_TIME:-0.1}"
+mkdir -p "${out}"
+status=0
+run() {  # binary, filter, json name
+  SMARTARRAY_BACKEND=cuda "${build}/benchmarks/$1" --benchmark_filter="$2" \
+    --benchmark_repetitions="${reps}" --benchmark_enable_random_interleaving=true \
+    --benchmark_min_time="${min_time}" --benchmark_report_aggregates_only=false \
+    --benchmark_out="${out}/$3.json" --benchmark_out_format=json > "${out}/$3.txt" 2>&1
+  local rc=$?
+  echo "targets $3: rc=${rc}"
+  [ "${rc}" -eq 0 ] || status=1
+}
+# issue 8: smartarray against explicit on every workload, and migration bandwidth against pinned.
+run bench_pipelines '^BM_((add|gaussian|polar|chain10|iterative)/(explicit|smartarray)|bandwidth/(smartarray|pinned_memcpy))/' targets_pipelines
+# issue 6: explicit against pinned, pageable against pageable memcpy, managed prefetch against on demand.
+run bench_modes '/(explicit|pinned_memcpy|pageable|pageable_memcpy|managed_prefetch|managed_on_demand)/' targets_modes
+exit ${status}
