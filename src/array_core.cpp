@@ -461,6 +461,19 @@ void ArrayCore::forget_retired_streams() {
   }
 }
 
+bool ArrayCore::device_current_for(Access access, StreamRef stream) const noexcept {
+  if (single_buffer() || device_ == nullptr || device_capacity_ < size_ ||
+      device_valid_end_ != size_ || view_size_ != size_ || view_device_ != device_) {
+    return false;
+  }
+  if (access == Access::read) {
+    return (!device_writer_ || *device_writer_ == stream) &&
+           std::find(device_users_.begin(), device_users_.end(), stream) != device_users_.end();
+  }
+  return host_valid_begin_ == size_ && device_writer_ == stream && device_users_.size() == 1 &&
+         device_users_.front() == stream;
+}
+
 void ArrayCore::join_device_users(StreamRef stream) {
   for (const StreamRef user : device_users_) stream_wait_stream(stream, user);
 }
@@ -709,6 +722,8 @@ std::byte* ArrayCore::acquire_device(Access access, StreamRef stream,
     device_write_file_ = where.file_name();
     device_write_line_ = where.line();
   }
+  // The steady state of a kernel loop: no copy, no event and no state to recompute.
+  if (device_current_for(access, stream)) return device_;
   if (single_buffer()) {
     if (host_ == nullptr) host_ = allocate_host(capacity_, host_pageable_);
     std::byte* const address = single_buffer_device_address();

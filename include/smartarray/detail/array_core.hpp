@@ -267,6 +267,9 @@ class ArrayCore {
   void wait_device_writer(StreamRef stream);
   void set_device_exclusive(StreamRef stream);
   void add_device_user(StreamRef stream);
+  /// True when a device acquire for `access` on `stream` would change nothing: the separate
+  /// device copy is whole, the stream already has that access, and the views are current.
+  [[nodiscard]] bool device_current_for(Access access, StreamRef stream) const noexcept;
   void release_device_buffer() noexcept;
   void release_all() noexcept;
 
