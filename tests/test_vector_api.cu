@@ -14,6 +14,7 @@
 #include <limits>
 #include <list>
 #include <numeric>
+#include <random>
 #include <ranges>
 #include <smartarray/smartarray.hpp>
 #include <sstream>
@@ -683,6 +684,37 @@ TEST(VectorResidency, InsertOrEraseInTheMiddleMakesTheHostWholeOnceAndTheDeviceS
   auto expected = values;
   expected.insert(expected.begin() + 10, 1.5F);
   expected.erase(expected.begin() + 20);
+  EXPECT_EQ(host_copy(a), expected);
+}
+
+TEST(VectorResidency, MiddleInsertsAndErasesOnAHostOnlyArrayMatchStdVectorAndCopyNothing) {
+  // The host copy is the only valid one: inserts and erases in the middle change nothing else.
+  const auto values = random_values<float>(n);
+  const auto extra = random_values<float>(64);
+  SmartArray<float> a(values);
+  a.reserve(n + 64);
+  std::vector<float> expected = values;
+  std::mt19937 rng(7);
+  {
+    const sa::ExpectTransfers expect({});
+    for (std::size_t i = 0; i < 64; ++i) {
+      const std::size_t at = 1 + rng() % (expected.size() - 2);
+      if (i % 3 == 2) {
+        a.erase(a.cbegin() + static_cast<std::ptrdiff_t>(at));
+        expected.erase(expected.begin() + static_cast<std::ptrdiff_t>(at));
+      } else {
+        a.insert(a.cbegin() + static_cast<std::ptrdiff_t>(at), extra[i]);
+        expected.insert(expected.begin() + static_cast<std::ptrdiff_t>(at), extra[i]);
+      }
+    }
+  }
+  EXPECT_EQ(host_copy(a), expected);
+  EXPECT_EQ(device_read_transfers(a).h2d_bytes, expected.size() * sizeof(float));
+  // Now the device copy is valid too: a middle insert makes it stale, and the next read copies all.
+  a.insert(a.cbegin() + 5, 9.5F);
+  expected.insert(expected.begin() + 5, 9.5F);
+  EXPECT_FALSE(a.is_valid(Side::device));
+  EXPECT_EQ(device_read_transfers(a).h2d_bytes, expected.size() * sizeof(float));
   EXPECT_EQ(host_copy(a), expected);
 }
 

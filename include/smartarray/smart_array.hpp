@@ -418,6 +418,9 @@ class SmartArray {
       core_.truncate(begin * sizeof(T));
       return host_ptr() + begin;
     }
+    if (core_.erase_in_place(begin * sizeof(T), (end - begin) * sizeof(T))) {
+      return host_ptr() + begin;
+    }
     std::byte* host = core_.erase_range(begin * sizeof(T), (end - begin) * sizeof(T),
                                         smartarray::source_location::current());
     return reinterpret_cast<T*>(host) + begin;
@@ -712,6 +715,7 @@ class SmartArray {
     const size_type old = size();
     if (count > max_size() - old) [[unlikely]] throw_too_long(count, what);
     if (index == old) return grow_to(old + count, what) + index;
+    if (core_.insert_in_place(index * sizeof(T), count * sizeof(T))) return host_ptr() + index;
     std::byte* host =
         core_.insert_gap(index * sizeof(T), count * sizeof(T), smartarray::source_location::current());
     return reinterpret_cast<T*>(host) + index;

@@ -27,7 +27,9 @@
  * locked operations of the owning thread recompute. Appends up to fast_limit_ write no byte that a
  * pending upload reads, and truncations down to fast_floor_ clamp neither side's valid range; both
  * keep `size_` inside the window. Eviction, which runs on other threads, never reads `size_` nor
- * writes the window, so it cannot race with that path.
+ * writes the window, so it cannot race with that path. Inserts and erases in the middle take it
+ * too while the host copy is the only valid one (host_writable_): eviction then has no data to
+ * write back into the host buffer that they move.
  */
 #pragma once
 
@@ -44,6 +46,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -142,6 +145,25 @@ class ArrayCore {
     const std::size_t new_size = size_ + bytes;
     if (new_size > fast_limit_) [[unlikely]] return false;
     size_ = new_size;
+    note_fast_resize();
+    return true;
+  }
+  /// Opens a gap of `bytes` at `pos` (< size) for the caller to write, when the host copy is whole
+  /// and the only valid one, no copy reads it and the capacity holds the insert: then nothing but
+  /// the host bytes and `size_` change, as in an append. False when insert_gap() must run.
+  [[nodiscard]] bool insert_in_place(std::size_t pos, std::size_t bytes) noexcept {
+    if (!host_writable_ || size_ + bytes > fast_limit_) return false;
+    std::memmove(host_ + pos + bytes, host_ + pos, size_ - pos);
+    size_ += bytes;
+    note_fast_resize();
+    return true;
+  }
+  /// Removes [pos, pos + bytes), which ends before the size, under the same conditions as
+  /// insert_in_place(). False when erase_range() must run.
+  [[nodiscard]] bool erase_in_place(std::size_t pos, std::size_t bytes) noexcept {
+    if (!host_writable_ || size_ - bytes < fast_floor_) return false;
+    std::memmove(host_ + pos, host_ + pos + bytes, size_ - pos - bytes);
+    size_ -= bytes;
     note_fast_resize();
     return true;
   }
