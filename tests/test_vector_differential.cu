@@ -26,6 +26,7 @@
 
 #include "support/device_ops.cuh"
 #include "support/input_iterator.hpp"
+#include "support/residency_model.hpp"
 #include "support/test_support.hpp"
 
 namespace sa = smartarray;
@@ -57,15 +58,12 @@ std::uint64_t env_or(const char* name, std::uint64_t fallback) {
 }
 
 /// One array under test with its models: the values, the residency and this step's transfers.
-struct Slot {
+struct Slot : sa::test::Residency {
+  explicit Slot(const char* slot_name) : name(slot_name) {}
   const char* name = "";
   SmartArray<T> array{};
   std::vector<T> model{};
-  std::size_t host_begin = 0;       // the host copy is valid on [host_begin, size)
-  std::size_t device_end = 0;       // the device copy is valid on [0, device_end)
-  std::size_t device_capacity = 0;  // elements of the device buffer (0: none)
-  sa::TransferStats expected{};     // transfers this step may make, from the models
-  sa::TransferStats before{};       // the counters when the step began
+  sa::TransferStats before{};  // the counters when the step began
 };
 
 class Differential {
@@ -133,45 +131,21 @@ class Differential {
   // --- the residency model ----------------------------------------------------------------------
 
   /// A host read: a stale prefix comes back in one copy.
-  static void read_host(Slot& s) {
-    if (s.host_begin > 0) {
-      s.expected.d2h_count += 1;
-      s.expected.d2h_bytes += s.host_begin * sizeof(T);
-    }
-    s.host_begin = 0;
-  }
+  static void read_host(Slot& s) { sa::test::read_separate_host<T>(s); }
   /// A host write (read_write): as a read, then the device copy is stale.
   static void write_host(Slot& s) {
     read_host(s);
     s.device_end = 0;
   }
-  /// A host overwrite of every element (discard): nothing is copied.
-  static void overwrite_host(Slot& s) { s.host_begin = s.device_end = 0; }
   /// A device acquire of the whole array.
   static void acquire_device(Slot& s, Access access) {
     const std::size_t n = s.model.size();
-    if (n == 0) return;
-    if (s.device_capacity < n) {
-      // The device buffer follows the host capacity; reallocation moves the valid prefix unless
-      // the access overwrites everything.
-      if (s.device_capacity > 0 && access != Access::discard && s.device_end > 0) {
-        s.expected.d2d_count += 1;
-        s.expected.d2d_bytes += s.device_end * sizeof(T);
-      }
-      s.device_capacity = std::max(s.array.capacity(), n);
-    }
-    if (access != Access::discard && s.device_end < n) {
-      s.expected.h2d_count += 1;
-      s.expected.h2d_bytes += (n - s.device_end) * sizeof(T);
-    }
-    s.device_end = n;
-    if (access != Access::read) s.host_begin = n;
+    if (n > 0) sa::test::acquire_separate_device<T>(s, n, s.array.capacity(), access);
   }
   /// The model of a truncation to `m` elements: each side keeps what it held.
   static void truncate(Slot& s, std::size_t m) {
     s.model.resize(m);
-    s.host_begin = std::min(s.host_begin, m);
-    s.device_end = std::min(s.device_end, m);
+    sa::test::truncate_residency(s, m);
   }
   /// The model of an insert of `inserted` at `index` (after the position was acquired).
   static void insert_model(Slot& s, std::size_t index, const std::vector<T>& inserted) {
@@ -480,7 +454,7 @@ class Differential {
         note(x, ".assign(" + std::to_string(m) + ", v)");
         x.array.assign(m, v);
         x.model.assign(m, v);
-        overwrite_host(x);
+        sa::test::overwrite_host(x);
         break;
       }
       case 27: {
@@ -498,16 +472,16 @@ class Differential {
         } else if (form == 3 && range.size() >= 2) {
           x.array = {range[0], range[1]};
           x.model = {range[0], range[1]};
-          overwrite_host(x);
+          sa::test::overwrite_host(x);
           break;
         } else {
           x.array.assign({range.empty() ? T{1} : range[0]});
           x.model = {range.empty() ? T{1} : range[0]};
-          overwrite_host(x);
+          sa::test::overwrite_host(x);
           break;
         }
         x.model = range;
-        overwrite_host(x);
+        sa::test::overwrite_host(x);
         break;
       }
       case 28: {  // assign from its own elements
@@ -518,7 +492,7 @@ class Differential {
         x.array.assign(x.array.cbegin() + first, x.array.cbegin() + last);
         x.model = std::vector<T>(x.model.begin() + static_cast<std::ptrdiff_t>(first),
                                  x.model.begin() + static_cast<std::ptrdiff_t>(last));
-        overwrite_host(x);
+        sa::test::overwrite_host(x);
         break;
       }
       case 29: {
@@ -657,7 +631,7 @@ class Differential {
         const std::vector<T> fresh = values(n);
         const std::span<T> host = x.array.host_view(Access::discard);
         std::copy(fresh.begin(), fresh.end(), host.begin());
-        if (n > 0) overwrite_host(x);
+        if (n > 0) sa::test::overwrite_host(x);
         x.model = fresh;
         break;
       }
@@ -732,7 +706,7 @@ class Differential {
   std::size_t sequence_;
   std::mt19937_64 rng_;
   const std::array<sa::Stream, 2>& streams_;
-  std::array<Slot, 2> slots_{Slot{.name = "a"}, Slot{.name = "b"}};
+  std::array<Slot, 2> slots_{Slot("a"), Slot("b")};
   std::vector<std::string> log_;
   std::string failure_;
 };

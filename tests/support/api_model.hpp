@@ -28,6 +28,7 @@
 #include <smartarray/testing.hpp>
 
 #include "input_iterator.hpp"
+#include "residency_model.hpp"
 
 #include <algorithm>
 #include <array>
@@ -228,17 +229,14 @@ class ApiModel {
 
  private:
   /// One array under test and its model.
-  struct Slot {
+  struct Slot : Residency {
+    explicit Slot(char slot_name) : name(slot_name) {}
     char name = '?';
     SmartArray<Element> array{};
     std::vector<Element> model{};
     MemoryMode mode = MemoryMode::explicit_copy;
-    std::size_t capacity = 0;         // host capacity in elements
-    std::size_t host_begin = 0;       // the host copy is valid on [host_begin, n)
-    std::size_t device_end = 0;       // the device copy is valid on [0, device_end)
-    std::size_t device_capacity = 0;  // elements of the device buffer; 0: none (or one buffer)
-    TransferStats expected{};         // the transfers this step must make
-    TransferStats before{};           // the counters when the step began
+    std::size_t capacity = 0;  // host capacity in elements
+    TransferStats before{};    // the counters when the step began
   };
 
   enum class Op {
@@ -289,18 +287,6 @@ class ApiModel {
   [[nodiscard]] bool prefetches(const Slot& s) const noexcept {
     return s.mode == MemoryMode::managed && prefetches_;
   }
-  static void add_h2d(Slot& s, std::size_t elements) {
-    s.expected.h2d_count += 1;
-    s.expected.h2d_bytes += elements * sizeof(Element);
-  }
-  static void add_d2h(Slot& s, std::size_t elements) {
-    s.expected.d2h_count += 1;
-    s.expected.d2h_bytes += elements * sizeof(Element);
-  }
-  static void add_d2d(Slot& s, std::size_t elements) {
-    s.expected.d2d_count += 1;
-    s.expected.d2d_bytes += elements * sizeof(Element);
-  }
   static void add_prefetch(Slot& s) {
     s.expected.prefetch_count += 1;
     s.expected.prefetch_bytes += s.model.size() * sizeof(Element);
@@ -322,13 +308,11 @@ class ApiModel {
   }
   /// A host read: a stale prefix comes back in one copy (one prefetch of everything: managed).
   void read_host(Slot& s) {
-    if (s.host_begin > 0) {
-      if (!single_buffer(s.mode)) {
-        add_d2h(s, s.host_begin);
-      } else if (prefetches(s)) {
-        add_prefetch(s);
-      }
+    if (!single_buffer(s.mode)) {
+      read_separate_host<Element>(s);
+      return;
     }
+    if (s.host_begin > 0 && prefetches(s)) add_prefetch(s);
     s.host_begin = 0;
   }
   /// A host write (read_write): a read, then the device copy is stale.
@@ -344,33 +328,21 @@ class ApiModel {
       read_host(s);
     }
   }
-  /// A host overwrite of every element (discard): nothing is copied.
-  static void overwrite_host(Slot& s) { s.host_begin = s.device_end = 0; }
   /// A device acquire of the whole array.
   void acquire_device(Slot& s, Access access) {
     const std::size_t n = s.model.size();
     if (n == 0) return;
-    if (single_buffer(s.mode)) {
-      if (access != Access::discard && s.device_end < n && prefetches(s)) add_prefetch(s);
-    } else {
-      if (s.device_capacity < n) {
-        // The device buffer follows the host capacity; a reallocation moves the valid prefix
-        // unless the access overwrites everything.
-        if (s.device_capacity > 0 && access != Access::discard && s.device_end > 0) {
-          add_d2d(s, s.device_end);
-        }
-        s.device_capacity = std::max(s.capacity, n);
-      }
-      if (access != Access::discard && s.device_end < n) add_h2d(s, n - s.device_end);
+    if (!single_buffer(s.mode)) {
+      acquire_separate_device<Element>(s, n, s.capacity, access);
+      return;
     }
-    s.device_end = n;
-    if (access != Access::read) s.host_begin = n;
+    if (access != Access::discard && s.device_end < n && prefetches(s)) add_prefetch(s);
+    note_device_acquired(s, n, access);
   }
   /// A truncation to `m` elements: each side keeps what it held.
   static void truncate(Slot& s, std::size_t m) {
     s.model.resize(m);
-    s.host_begin = std::min(s.host_begin, m);
-    s.device_end = std::min(s.device_end, m);
+    truncate_residency(s, m);
   }
   /// An insert of `inserted` at `index`.
   void insert_model(Slot& s, std::size_t index, const std::vector<Element>& inserted) {
@@ -1056,7 +1028,7 @@ class ApiModel {
           [&] {
             // The copy of the device side counts on the assigned array.
             const std::size_t device = copy_model(x, y);
-            if (device > 0) add_d2d(x, device);
+            if (device > 0) add_d2d<Element>(x, device);
           });
   }
 
@@ -1441,7 +1413,7 @@ class ApiModel {
         },
         [&] {
           // The stale host prefix comes straight from the device; the residency stays.
-          if (!single_buffer(x.mode) && x.host_begin > 0) add_d2h(x, x.host_begin);
+          if (!single_buffer(x.mode) && x.host_begin > 0) add_d2h<Element>(x, x.host_begin);
           expect_equal(x, dest, x.model, "the copy to the host");
         });
   }
@@ -1510,7 +1482,7 @@ class ApiModel {
       apply([&] { copied = smartarray::copy_to_host(x.array); },
             [&] {
               // Straight from the device: the residency stays as it was.
-              if (!single_buffer(x.mode) && x.host_begin > 0) add_d2h(x, x.host_begin);
+              if (!single_buffer(x.mode) && x.host_begin > 0) add_d2h<Element>(x, x.host_begin);
             });
       apply([&] { x.array = SmartArray<Element>(copied, options); },
             [&] { fresh_model(x, x.model, mode); });
@@ -1885,7 +1857,7 @@ class ApiModel {
   std::vector<MemoryMode> modes_;
   bool prefetches_ = false;
   std::array<Stream, 2> streams_{};
-  std::array<Slot, 3> slots_{Slot{.name = 'a'}, Slot{.name = 'b'}, Slot{.name = 'c'}};
+  std::array<Slot, 3> slots_{Slot('a'), Slot('b'), Slot('c')};
   std::vector<std::string> log_;
   /// An armed failure: the kind, how many more of those operations until it, and how many more
   /// decoded operations it stays armed for.
