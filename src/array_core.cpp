@@ -910,8 +910,7 @@ void ArrayCore::reserve(std::size_t bytes) {
 
 std::byte* ArrayCore::append_locked(std::size_t new_size) {
   std::lock_guard lock(mutex_);
-  // The use clock orders device buffers for eviction: a host-only array has none to order.
-  if (device_ != nullptr) touch();
+  touch();
   forget_retired_streams();
   if (host_ == nullptr) {
     // A reserved capacity is taken as it is (constructors reserve the exact size first).
