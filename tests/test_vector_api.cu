@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <compare>
 #include <iomanip>
 #include <iterator>
@@ -18,7 +19,9 @@
 #include <ranges>
 #include <smartarray/smartarray.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -872,6 +875,38 @@ TEST(VectorBadInput, SizesPastMaxSizeThrowLengthErrorAndChangeNothing) {
   EXPECT_THROW(a.insert(a.cend(), SmartArray<double>::max_size(), 2.5), std::length_error);
   EXPECT_EQ(a.capacity(), capacity);
   EXPECT_EQ(host_copy(a), values);
+}
+
+/// A trivially copyable element whose converting constructor throws on NaN.
+struct Finite {
+  float value = 0;
+  Finite() = default;
+  explicit Finite(float v) : value(v) {
+    if (std::isnan(v)) throw std::invalid_argument("Finite(NaN)");
+  }
+};
+static_assert(std::is_trivially_copyable_v<Finite>);
+
+TEST(VectorBadInput, ThrowingElementConstructorInEmplaceBackChangesNothing) {
+  const auto values = random_values<float>(n + 1);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  SmartArray<Finite> a;
+  a.reserve(n + 1);
+  for (std::size_t i = 0; i < n; ++i) a.emplace_back(values[i]);
+  const std::size_t capacity = a.capacity();
+  const auto expect_first = [&](std::size_t count) {
+    ASSERT_EQ(a.size(), count);
+    EXPECT_EQ(a.capacity(), capacity);
+    for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(a[i].value, values[i]) << "element " << i;
+  };
+  // The capacity holds one more element: the lock-free path.
+  EXPECT_THROW(a.emplace_back(nan), std::invalid_argument);
+  expect_first(n);
+  a.emplace_back(values[n]);
+  ASSERT_EQ(a.size(), a.capacity());
+  // The array is full: the growth path.
+  EXPECT_THROW(a.emplace_back(nan), std::invalid_argument);
+  expect_first(n + 1);
 }
 
 TEST(VectorBadInput, ForeignIteratorsThrowLogicErrorNamingTheOperation) {

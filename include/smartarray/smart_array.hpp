@@ -447,12 +447,15 @@ class SmartArray {
    */
   template <typename... Args>
   reference emplace_back(Args&&... args) {
-    const T value = make_value(std::forward<Args>(args)...);
     const size_type old_bytes = core_.size();
-    std::byte* slot =
-        core_.append_in_place(sizeof(T)) ? core_.host_data() + old_bytes : append_one();
-    std::memcpy(slot, &value, sizeof(T));
-    return *reinterpret_cast<T*>(slot);
+    if (core_.can_append_in_place(sizeof(T))) [[likely]] {
+      T* const element = construct(core_.host_data() + old_bytes, std::forward<Args>(args)...);
+      core_.commit_append(old_bytes + sizeof(T));
+      return *element;
+    }
+    // Growth frees the storage that `args` may refer to: the value is made first.
+    const T value = make_value(std::forward<Args>(args)...);
+    return *place(grow_by_one(old_bytes), value);
   }
   /// @brief Removes the last element. Copies nothing; the device copy stays valid for the rest.
   /// @throws logic_error in debug builds when the array is empty.
@@ -698,10 +701,14 @@ class SmartArray {
   T* grow_to(size_type n, const char* what) {
     return reinterpret_cast<T*>(core_.append(checked_bytes(n, what)));
   }
-  /// The slot of one more element when the lock-free path cannot add it.
-  std::byte* append_one() {
-    const size_type old = size();
-    return reinterpret_cast<std::byte*>(grow_to(old + 1, "push_back") + old);
+  /// The slot of one more element after `old_bytes` when the lock-free path cannot add it. Its new
+  /// size is the same expression as emplace_back()'s lock-free path, so that the compiler sees one
+  /// size on both paths and keeps it in a register across a loop of appends.
+  std::byte* grow_by_one(size_type old_bytes) {
+    if (old_bytes >= max_size() * sizeof(T)) [[unlikely]] {
+      throw_too_long(old_bytes / sizeof(T) + 1, "push_back");
+    }
+    return core_.append(old_bytes + sizeof(T)) + old_bytes;
   }
   /// A new array's first `n` elements, with a capacity of exactly `n`, as std::vector's.
   T* grow_exact(size_type n) {
@@ -771,6 +778,25 @@ class SmartArray {
     (void)what;
 #endif
     return (address - base) / sizeof(T);
+  }
+  /// Copies `value` into the raw host bytes at `slot` and returns the element (bitwise where T
+  /// cannot be copy-constructed).
+  static T* place(std::byte* slot, const T& value) noexcept {
+    if constexpr (std::is_copy_constructible_v<T>) {
+      return ::new (static_cast<void*>(slot)) T(value);
+    } else {
+      std::memcpy(slot, &value, sizeof(T));
+      return reinterpret_cast<T*>(slot);
+    }
+  }
+  /// Builds `T(args...)` (or `T{args...}`, see make_value) in the raw host bytes at `slot`.
+  template <typename... Args>
+  static T* construct(std::byte* slot, Args&&... args) {
+    if constexpr (std::is_constructible_v<T, Args&&...>) {
+      return ::new (static_cast<void*>(slot)) T(std::forward<Args>(args)...);
+    } else {
+      return ::new (static_cast<void*>(slot)) T{std::forward<Args>(args)...};
+    }
   }
   /// `T(args...)`, or `T{args...}` for aggregates that take no parenthesized initializer.
   template <typename... Args>

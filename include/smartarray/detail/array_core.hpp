@@ -137,16 +137,22 @@ class ArrayCore {
       note_fast_resize();
       return host_;
     }
-    return append_locked(new_size);
+    std::byte* const host = append_locked(new_size);
+    // The same value append_locked() stored: with it in sight, the compiler keeps the size in a
+    // register across a loop of appends instead of reloading it after every store.
+    size_ = new_size;
+    return host;
   }
-  /// Grows the size by `bytes` when the lock-free path allows it; false when append() must run
-  /// instead. One compare, as std::vector's push_back.
-  [[nodiscard]] bool append_in_place(std::size_t bytes) noexcept {
-    const std::size_t new_size = size_ + bytes;
-    if (new_size > fast_limit_) [[unlikely]] return false;
+  /// True when the lock-free path can append `bytes` at host_data() + size(). One compare, as
+  /// std::vector's push_back. Nothing changes until commit_append(): the caller builds the new
+  /// element in between, so that a throwing constructor leaves the array as it was.
+  [[nodiscard]] bool can_append_in_place(std::size_t bytes) const noexcept {
+    return size_ + bytes <= fast_limit_;
+  }
+  /// Grows the size to `new_size` bytes, which can_append_in_place() allowed.
+  void commit_append(std::size_t new_size) noexcept {
     size_ = new_size;
     note_fast_resize();
-    return true;
   }
   /// Opens a gap of `bytes` at `pos` (< size) for the caller to write, when the host copy is whole
   /// and the only valid one, no copy reads it and the capacity holds the insert: then nothing but
