@@ -16,6 +16,7 @@ import json
 import pathlib
 import re
 import sys
+from statistics import median
 
 CONTENDERS = ["naive", "explicit", "smartarray", "managed_prefetch", "managed", "mapped", "thrust"]
 
@@ -110,12 +111,6 @@ def pipelines_section(runs, img_dir, plots):
         out.append("Skipped or failed runs: " + "; ".join(errors))
         out.append("")
     return out
-
-
-def median(values):
-    values = sorted(values)
-    middle = len(values) // 2
-    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
 
 
 def repetitions(path, pattern, value):
