@@ -647,6 +647,26 @@ TEST(VectorApi, SelfInsertAtFrontMiddleAndEnd) {
   }
 }
 
+TEST(VectorApi, AppendingItsOwnElementWhenFullCopiesItBeforeTheGrowth) {
+  const auto values = random_values<int>(n);
+  SmartArray<int> a(values);
+  std::vector<int> model = values;
+  for (std::size_t round = 0; round < 8; ++round) {
+    a.shrink_to_fit();  // full: the append reallocates and frees the element it copies
+    const std::size_t full = a.capacity();
+    ASSERT_EQ(full, a.size());
+    const std::size_t i = (round * 37) % a.size();
+    if (round % 2 == 0) {
+      a.push_back(a[i]);
+    } else {
+      a.emplace_back(std::as_const(a)[i]);
+    }
+    model.push_back(model[i]);
+    EXPECT_GT(a.capacity(), full) << "round " << round;
+    EXPECT_EQ(host_copy(a), model) << "round " << round;
+  }
+}
+
 TEST(VectorApi, EraseAtFrontMiddleAndEnd) {
   const auto values = random_values<int>(n);
   SmartArray<int> a(values);

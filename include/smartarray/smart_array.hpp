@@ -454,8 +454,11 @@ class SmartArray {
       return *element;
     }
     // Growth frees the storage that `args` may refer to: the value is made first.
-    const T value = make_value(std::forward<Args>(args)...);
-    return *place(grow_by_one(old_bytes), value);
+    T* const element = append_grown(old_bytes, make_value(std::forward<Args>(args)...));
+    // The size append_grown() stored, by the lock-free path's expression: with it in sight,
+    // the compiler keeps the size in a register across a loop of appends.
+    core_.commit_append(old_bytes + sizeof(T));
+    return *element;
   }
   /// @brief Removes the last element. Copies nothing; the device copy stays valid for the rest.
   /// @throws logic_error in debug builds when the array is empty.
@@ -701,14 +704,14 @@ class SmartArray {
   T* grow_to(size_type n, const char* what) {
     return reinterpret_cast<T*>(core_.append(checked_bytes(n, what)));
   }
-  /// The slot of one more element after `old_bytes` when the lock-free path cannot add it. Its new
-  /// size is the same expression as emplace_back()'s lock-free path, so that the compiler sees one
-  /// size on both paths and keeps it in a register across a loop of appends.
-  std::byte* grow_by_one(size_type old_bytes) {
+  /// Appends `value` after `old_bytes` when the lock-free path cannot: grows, then stores it. Out
+  /// of line, and `value` comes in a register, so that a loop of emplace_back() spills nothing on
+  /// its lock-free path (a value kept in memory across a call here is stored on every append).
+  [[gnu::noinline]] T* append_grown(size_type old_bytes, T value) {
     if (old_bytes >= max_size() * sizeof(T)) [[unlikely]] {
       throw_too_long(old_bytes / sizeof(T) + 1, "push_back");
     }
-    return core_.append(old_bytes + sizeof(T)) + old_bytes;
+    return place(core_.append(old_bytes + sizeof(T)) + old_bytes, value);
   }
   /// A new array's first `n` elements, with a capacity of exactly `n`, as std::vector's.
   T* grow_exact(size_type n) {
