@@ -705,8 +705,9 @@ class SmartArray {
     return reinterpret_cast<T*>(core_.append(checked_bytes(n, what)));
   }
   /// Appends `value` after `old_bytes` when the lock-free path cannot: grows, then stores it. Out
-  /// of line, and `value` comes in a register, so that a loop of emplace_back() spills nothing on
-  /// its lock-free path (a value kept in memory across a call here is stored on every append).
+  /// of line and taking `value` by value (in registers for small types), so that a loop of
+  /// emplace_back() spills nothing on its lock-free path: a value that this call needed in memory
+  /// afterwards was stored to the stack on every append.
   [[gnu::noinline]] T* append_grown(size_type old_bytes, T value) {
     if (old_bytes >= max_size() * sizeof(T)) [[unlikely]] {
       throw_too_long(old_bytes / sizeof(T) + 1, "push_back");
