@@ -784,8 +784,7 @@ class SmartArray {
     return (address - base) / sizeof(T);
   }
   /// Copies `value` into the raw host bytes at `slot` and returns the element (bitwise where T
-  /// cannot be copy-constructed). A typed store, not a memcpy: the compiler then knows it leaves
-  /// the size that the growth path just stored alone, and keeps that size in a register.
+  /// cannot be copy-constructed).
   static T* place(std::byte* slot, const T& value) noexcept {
     if constexpr (std::is_copy_constructible_v<T>) {
       return ::new (static_cast<void*>(slot)) T(value);
