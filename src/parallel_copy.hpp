@@ -1,6 +1,7 @@
-// Private: a memcpy spread over a few threads, for staging pageable transfers. One thread's
-// memcpy moves a fraction of what PCIe carries (about 6 of 50 GB/s on the H100 machine); the
-// staging copy of a pageable transfer would bound it at that.
+// Private: host work spread over a few threads. The memcpy of a staged pageable transfer: one
+// thread's memcpy moves a fraction of what PCIe carries (about 6 of 50 GB/s on the H100 machine),
+// and would bound the transfer at that. The first write to each page of managed memory that a
+// prefetch brought back to the host: each takes a fault, and one thread would take them in turn.
 #pragma once
 
 #include <cstddef>
@@ -11,5 +12,10 @@ namespace smartarray::detail {
 /// of worker threads (up to 7, half the cores) and the calling thread; small ones are one memcpy.
 /// Returns when all is copied.
 void parallel_copy(void* dst, const void* src, std::size_t bytes) noexcept;
+
+/// Writes each page of [data, data + bytes) once, leaving its contents as they were (an atomic
+/// compare-exchange of one byte with itself, so a concurrent write is never undone), split over
+/// the same threads as parallel_copy. The host's later writes then find the pages writable.
+void parallel_prefault_for_write(void* data, std::size_t bytes) noexcept;
 
 }  // namespace smartarray::detail

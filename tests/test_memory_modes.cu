@@ -157,6 +157,37 @@ TEST_P(MemoryModes, HostReadAfterDeviceWriteSeesTheData) {
   EXPECT_TRUE(a.is_valid(sa::Side::host));
 }
 
+TEST_P(MemoryModes, LargeHostReadWriteAfterDeviceWriteKeepsEveryValue) {
+  // Over 1 MiB and not a whole number of pages: in managed mode the host writer's acquire first
+  // writes every page that the prefetch brought back, on several threads, with its own value.
+  constexpr std::size_t large = (std::size_t{3} << 20) / sizeof(float) + 123;
+  const auto values = random_values<float>(large);
+  SmartArray<float> a(values, options());
+  scale_on_device(a);
+  const auto expected = scaled(values);
+  const float last = -sa::test::random_value<float>();
+  const auto before = sa::global_transfer_stats();
+  {
+    // The last D2H is the read of `out`, which is an explicit array.
+    sa::ExpectTransfers expect({.h2d = copies_or_zero(1), .d2h = copies_or_zero(1) + 1});
+    {
+      const auto host = a.host_view(Access::read_write);
+      ASSERT_EQ(std::vector<float>(host.begin(), host.end()), expected);
+      host[large - 1] = last;
+      host[0] = last;
+    }
+    SmartArray<float> out(large);
+    sa::test::poison(out.host_view(Access::discard).data(), large);
+    copy_on_device(out, a);
+    auto copied = expected;
+    copied.front() = last;
+    copied.back() = last;
+    EXPECT_EQ(host_copy(out), copied);
+  }
+  // Managed: back to the host for the writer, then to the device for the copy.
+  EXPECT_EQ((sa::global_transfer_stats() - before).prefetch_count, prefetches_or_zero(2));
+}
+
 TEST_P(MemoryModes, HostReadWaitsForAGatedDeviceWriter) {
   sa::Stream stream;
   const auto values = random_values<float>(n);

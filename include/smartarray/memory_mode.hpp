@@ -20,8 +20,10 @@ enum class MemoryMode {
   /// that the device touches once.
   mapped,
   /// One managed (unified) allocation. An acquire prefetches it to the acquiring side instead of
-  /// copying (counted as prefetches). Without `concurrentManagedAccess` it still works, because a
-  /// host access always waits for this array's device work first.
+  /// copying (counted as prefetches). A host acquire that may write, after a prefetch to the
+  /// host, takes the pages' first-write faults at once, on several threads. Without
+  /// `concurrentManagedAccess` it still works, because a host access always waits for this
+  /// array's device work first.
   managed,
   /// Plain pageable host storage plus a pooled device copy. Transfers are staged through pinned
   /// pool blocks in chunks, with the staging memcpy of one chunk overlapping the DMA of another.

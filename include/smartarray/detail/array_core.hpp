@@ -311,6 +311,10 @@ class ArrayCore {
   bool host_fallback_;
   std::byte* host_ = nullptr;
   bool host_pageable_ = false;
+  /// Managed: a prefetch brought the pages back to the host, and the host has not written them
+  /// since. The first host write to each such page takes a fault; a host writer takes them all at
+  /// once, in parallel (parallel_prefault_for_write), before it gets the pointer.
+  bool host_write_faults_pending_ = false;
   std::byte* device_ = nullptr;
   std::size_t device_capacity_ = 0;
   std::size_t size_ = 0;
