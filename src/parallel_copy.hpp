@@ -1,7 +1,7 @@
-// Private: host work spread over a few threads. The memcpy of a staged pageable transfer: one
-// thread's memcpy moves a fraction of what PCIe carries (about 6 of 50 GB/s on the H100 machine),
-// and would bound the transfer at that. The first write to each page of managed memory that a
-// prefetch brought back to the host: each takes a fault, and one thread would take them in turn.
+// Private: host work spread over a few threads, for two jobs that one thread would bound. The
+// staging memcpy of a pageable transfer: one thread's memcpy moves a fraction of what PCIe carries
+// (about 6 of 50 GB/s on the H100 machine). The first write to each page of managed memory that a
+// prefetch brought back to the host: each takes a fault, which one thread would take in turn.
 #pragma once
 
 #include <cstddef>
