@@ -107,11 +107,6 @@ void install_handler_once() {
   });
 }
 
-std::size_t page_size() noexcept {
-  static const auto size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  return size;
-}
-
 /// Marks a free record taken (begin 1, end 0: it matches no address until it is filled).
 Record* claim_record() noexcept {
   for (Record& record : records) {
@@ -129,6 +124,11 @@ void release_record(Record& record) noexcept {
 }
 
 }  // namespace
+
+std::size_t page_size() noexcept {
+  static const auto size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return size;
+}
 
 GuardedPages guard_stale_host(std::byte* host, std::size_t stale_bytes, std::uint64_t array_number,
                               const char* file, std::uint32_t line) noexcept {

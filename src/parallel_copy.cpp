@@ -1,6 +1,6 @@
 #include "parallel_copy.hpp"
 
-#include <unistd.h>
+#include <smartarray/detail/host_guard.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -27,14 +27,6 @@ void pause() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
-}
-
-std::size_t page_size() noexcept {
-  static const std::size_t size = [] {
-    const long reported = ::sysconf(_SC_PAGESIZE);
-    return reported > 0 ? static_cast<std::size_t>(reported) : std::size_t{4096};
-  }();
-  return size;
 }
 
 /// Writes the byte at `p` with its own value. A compare-exchange, not a store: another thread's

@@ -9,6 +9,9 @@
 
 namespace smartarray::detail {
 
+/// The host's page size in bytes.
+[[nodiscard]] std::size_t page_size() noexcept;
+
 /// A protected range of one array's host copy.
 struct GuardedPages {
   std::byte* begin = nullptr;
