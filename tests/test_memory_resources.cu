@@ -641,7 +641,7 @@ TYPED_TEST(PoolConformance, SmallHostBlocksAreReusedWholeAndFiledBeforeGrowth) {
 }
 
 TYPED_TEST(PoolConformance, FreeingAWaitingSmallBlockAgainStops) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  SMARTARRAY_GTEST_FLAG_SET(death_test_style, "threadsafe");
   TypeParam under_test(fixed_chunks(unit, unit));
   PoolResource& pool = under_test.pool;
   void* block = pool.allocate_sync(512);

@@ -139,7 +139,7 @@ float read_through_a_kept_pointer(SmartArray<float>& a) {
 class StaleHostGuard : public ::testing::Test {
  protected:
   void SetUp() override {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    SMARTARRAY_GTEST_FLAG_SET(death_test_style, "threadsafe");
     sa::set_stale_host_guard(true);
   }
   void TearDown() override { sa::set_stale_host_guard(false); }

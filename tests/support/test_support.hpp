@@ -5,6 +5,8 @@
 #include <smartarray/runtime.hpp>
 #include <smartarray/testing.hpp>
 
+#include "support/gtest_compat.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
