@@ -20,6 +20,8 @@
 
 #include <smartarray/smartarray.hpp>
 
+#include "bench_main.hpp"
+
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -271,4 +273,4 @@ BENCHMARK_TEMPLATE(BM_Transpose, sa::FLayout)->Name("BM_Transpose/F")->UseManual
 
 }  // namespace
 
-BENCHMARK_MAIN();
+SMARTARRAY_BENCHMARK_MAIN()

@@ -12,6 +12,7 @@
 #include <smartarray/memory_mode.hpp>
 #include <smartarray/detail/cuda_check.hpp>
 
+#include "bench_main.hpp"
 #include "bench_support.cuh"
 
 #include <benchmark/benchmark.h>
@@ -184,11 +185,4 @@ void register_all() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  register_all();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return sa::bench::run_main(argc, argv, register_all); }

@@ -16,6 +16,7 @@
 #include <smartarray/smartarray.hpp>
 #include <smartarray/detail/cuda_check.hpp>
 
+#include "bench_main.hpp"
 #include "bench_support.cuh"
 
 #include <benchmark/benchmark.h>
@@ -773,7 +774,7 @@ std::string with_commas(std::int64_t n) {
 /// The measured run of `who`, or null when it failed or did not run.
 const Run* measured(const Row& row, const std::string& who) {
   const auto it = row.find(who);
-  return it == row.end() || it->second->error_occurred ? nullptr : it->second;
+  return it == row.end() || sa::bench::skipped(*it->second) ? nullptr : it->second;
 }
 
 double microseconds(const Run& run) {
@@ -844,13 +845,15 @@ class DemoReporter : public benchmark::BenchmarkReporter {
       const std::size_t slash = name.find('/');
       const std::string who = name.substr(slash + 1);
       rows[{name.substr(3, slash - 3), std::stoll(run.run_name.args)}][who] = &run;
-      const bool failed = run.error_occurred && run.error_message.starts_with("FAILED");
-      if (run.error_occurred && !failed) {
-        add_once(not_run[run.error_message], who);
+      const bool skipped = sa::bench::skipped(run);
+      const std::string& message = sa::bench::skip_message(run);
+      const bool failed = skipped && message.starts_with("FAILED");
+      if (skipped && !failed) {
+        add_once(not_run[message], who);
         continue;
       }
       add_once(ran, who);
-      if (failed) failures.push_back(run.benchmark_name() + ": " + run.error_message);
+      if (failed) failures.push_back(run.benchmark_name() + ": " + message);
     }
     std::vector<std::string> columns;  // in the order of the published tables
     for (const auto& [who, _] : contenders) {
@@ -923,10 +926,8 @@ int main(int argc, char** argv) {
     const std::string_view arg = argv[i];
     if (!(demo && arg == "--demo") && !(quick && arg == "--quick")) args.push_back(argv[i]);
   }
-  int count = static_cast<int>(args.size());
-  args.push_back(nullptr);  // argv[argc], which Initialize reads when it removes its flags
-  benchmark::Initialize(&count, args.data());
-  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
+  if (!sa::bench::initialize(args)) return 1;
+  sa::bench::add_provenance();
   if (demo) {
     register_all(quick ? quick_sizes : demo_sizes);
     print_demo_header();

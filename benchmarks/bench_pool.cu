@@ -12,6 +12,8 @@
 #include <smartarray/runtime.hpp>
 #include <smartarray/stream.hpp>
 
+#include "bench_main.hpp"
+
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -256,7 +258,7 @@ void BM_DefaultPinnedResourcePair(benchmark::State& state) {
   run_pinned_pair(state, sa::pinned_resource());
 }
 
-void pair_sizes(benchmark::internal::Benchmark* b) {
+void pair_sizes(sa::bench::Benchmark* b) {
   for (const std::size_t bytes : {400 * kib, 16 * mib, 256 * mib}) {
     b->Arg(static_cast<std::int64_t>(bytes));
   }
@@ -368,7 +370,7 @@ void BM_RandomAllocationsCudaMallocAsync(benchmark::State& state) {
   state.counters["allocations"] = static_cast<double>(count);
 }
 
-void random_allocation_shapes(benchmark::internal::Benchmark* b) {
+void random_allocation_shapes(sa::bench::Benchmark* b) {
   for (const std::int64_t count : {1000, 10000}) {
     for (const std::int64_t max_mib : {1, 64}) b->Args({count, max_mib});
   }
@@ -496,4 +498,4 @@ BENCHMARK(BM_StreamTemporariesCudaMalloc)->UseManualTime()->Unit(benchmark::kMic
 
 }  // namespace
 
-BENCHMARK_MAIN();
+SMARTARRAY_BENCHMARK_MAIN()

@@ -7,6 +7,8 @@
 // The benchmark's own time column is the SmartArray time. Sizes 1e3, 1e6 and 1e8 elements; a size
 // that does not fit in the available memory is skipped with the reason. Host code only: it builds
 // with g++ and runs on either backend (on cuda the host copy is pinned, pooled memory).
+#include "bench_main.hpp"
+
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -247,7 +249,7 @@ void BM_insert_middle(benchmark::State& state) {
   pair.report(state, k);
 }
 
-void sizes(benchmark::internal::Benchmark* b) {
+void sizes(sa::bench::Benchmark* b) {
   b->Arg(1'000)->Arg(1'000'000)->Arg(100'000'000)->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
@@ -261,4 +263,4 @@ BENCHMARK(BM_insert_middle)->Apply(sizes);
 BENCHMARK(BM_range_for_sum_int)->Apply(sizes);
 BENCHMARK(BM_index_sum_int)->Apply(sizes);
 
-BENCHMARK_MAIN();
+SMARTARRAY_BENCHMARK_MAIN()

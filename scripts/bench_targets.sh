@@ -3,23 +3,26 @@
 # compares run as repetitions in random interleaved order (Google Benchmark's
 # --benchmark_enable_random_interleaving), so that a slow change of the machine (clocks, the VM's
 # neighbours) falls on both sides of each ratio instead of on whichever benchmark ran last.
-# Writes ${OUT_DIR}/targets_pipelines.json and targets_modes.json; scripts/bench_report.py reports
-# the median of each contender's repetitions and the ratios of the medians.
+# Writes ${OUT_DIR}/targets_pipelines.json and targets_modes.json (with the provenance of
+# bench_main.hpp), and the console output of each next to them or in ${LOG_DIR};
+# scripts/bench_report.py reports the median of each contender's repetitions and the ratios of the
+# medians. scripts/gpu_check.sh runs it after the benchmarks.
 #   bash scripts/bench_targets.sh [BUILD_DIR]      (default build-gpu; run on a GPU machine)
-#   REPS=9  TARGET_MIN_TIME=0.1  OUT_DIR=gpu-out
+#   REPS=9  TARGET_MIN_TIME=0.1  OUT_DIR=gpu-out  LOG_DIR=${OUT_DIR}  BENCH_BACKEND=cuda
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build-gpu}"
 out="${OUT_DIR:-gpu-out}"
+logs="${LOG_DIR:-${out}}"
 reps="${REPS:-9}"
 min_time="${TARGET_MIN_TIME:-0.1}"
-mkdir -p "${out}"
+mkdir -p "${out}" "${logs}"
 status=0
 run() {  # binary, filter, json name
-  SMARTARRAY_BACKEND=cuda "${build}/benchmarks/$1" --benchmark_filter="$2" \
+  SMARTARRAY_BACKEND="${BENCH_BACKEND:-cuda}" "${build}/benchmarks/$1" --benchmark_filter="$2" \
     --benchmark_repetitions="${reps}" --benchmark_enable_random_interleaving=true \
     --benchmark_min_time="${min_time}" --benchmark_report_aggregates_only=false \
-    --benchmark_out="${out}/$3.json" --benchmark_out_format=json > "${out}/$3.txt" 2>&1
+    --benchmark_out="${out}/$3.json" --benchmark_out_format=json > "${logs}/$3.txt" 2>&1
   local rc=$?
   echo "targets $3: rc=${rc}"
   [ "${rc}" -eq 0 ] || status=1

@@ -1,17 +1,34 @@
 #!/usr/bin/env bash
-# One call on a GPU machine: build everything, run the whole test suite on both backends, the demo
-# and the benchmarks (then the ratio targets again as interleaved repetitions, scripts/bench_targets.sh),
-# and print a summary last. Logs go to gpu-out/ and, packed, to $OUT.
-#   bash scripts/gpu_check.sh [--no-tests] [--no-bench] [--bench-filter REGEX] [--sanitize]
+# One call on a GPU machine, with that machine's own CMake, CUDA, GoogleTest and Google Benchmark
+# (Ubuntu 24.04's or Debian 12's packages alike): build, run the whole test suite on both backends
+# and the demo, run the benchmarks and then the ratio targets again as interleaved repetitions
+# (scripts/bench_targets.sh), and print a summary last. Logs go to gpu-out/ and, packed, to $OUT.
+#   bash scripts/gpu_check.sh [--no-tests] [--no-bench] [--bench-filter REGEX] [--results DIR]
+#                             [--sanitize]
+# Tests and benchmarks each fit in one 10-minute call on 16 cores: run them as two calls,
+# `--no-bench` then `--no-tests` (which builds only the benchmarks if the build is not there).
+# --results DIR (default gpu-out/results) receives the canonical result set and nothing else: one
+#   JSON per benchmark binary (bench_<name>.json) and the interleaved targets
+#   (targets_pipelines.json, targets_modes.json), each with its provenance (bench_main.hpp). Copy
+#   it as is into benchmarks/results/ and run scripts/bench_report.py. It is also copied to
+#   $OUT/results. --bench-filter makes it a partial set.
 # --sanitize also runs compute-sanitizer's memcheck, racecheck, synccheck and initcheck over the
-# tests and examples (scripts/compute_sanitizer.sh) and fails the call on any error.
-# The GPU machines have no package registry: scripts/pack_gpu_deps.sh packs GoogleTest and Google
-# Benchmark into .deps/, which this script uses when present (carry it with the call).
+#   tests and examples (scripts/compute_sanitizer.sh) and fails the call on any error.
+# Environment:
+#   SMARTARRAY_GIT_COMMIT  the commit each JSON records; taken from git when the tree has .git,
+#                          else pass it (a copied tree without .git otherwise records "unknown")
+#   CUDA_ARCHS             CMAKE_CUDA_ARCHITECTURES for a fresh build (default: the project's)
+#   BENCH_MIN_TIME         seconds per benchmark (default 0.2); REPS, TARGET_MIN_TIME: see
+#                          scripts/bench_targets.sh
+#   JOBS                   build parallelism (default: the CPU count)
+#   BUILD_DIR              the build folder (default build-gpu)
+#   BENCH_BACKEND          the benchmarks' backend (default cuda; host only to try this script
+#                          without a GPU)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:${PATH}"
 out=gpu-out
-mkdir -p "${out}"
+results="${out}/results"
 tests=1
 bench=1
 filter="."
@@ -21,22 +38,41 @@ while [ $# -gt 0 ]; do
     --no-tests) tests=0 ;;
     --no-bench) bench=0 ;;
     --bench-filter) filter="$2"; shift ;;
+    --results) results="$2"; shift ;;
     --sanitize) sanitize=1 ;;
+    *) echo "gpu_check.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
-prefix=()
-if [ -d .deps/usr ]; then
-  prefix=(-DCMAKE_PREFIX_PATH="${PWD}/.deps/usr")
-  export LD_LIBRARY_PATH="${PWD}/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+mkdir -p "${out}"
+jobs="${JOBS:-$(nproc)}"
+
+# The commit the benchmarks record: the caller's, else git's (with -dirty for uncommitted changes).
+if [ -z "${SMARTARRAY_GIT_COMMIT:-}" ] && command -v git > /dev/null && [ -e .git ]; then
+  commit=$(git rev-parse HEAD 2> /dev/null) &&
+    { git diff --quiet HEAD 2> /dev/null || commit="${commit}-dirty"; } &&
+    export SMARTARRAY_GIT_COMMIT="${commit}"
 fi
 
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "${out}/gpu.txt"
-build=build-gpu
-cmake -S . -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DSMARTARRAY_WARNINGS_AS_ERRORS=ON "${prefix[@]}" > "${out}/configure.log" 2>&1 ||
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee "${out}/gpu.txt"
+build="${BUILD_DIR:-build-gpu}"
+configure=(-DCMAKE_BUILD_TYPE=Release -DSMARTARRAY_WARNINGS_AS_ERRORS=ON)
+if [ ! -f "${build}/CMakeCache.txt" ]; then
+  # Ninja where the machine has it, else the default generator (make).
+  command -v ninja > /dev/null && configure+=(-G Ninja)
+fi
+[ -n "${CUDA_ARCHS:-}" ] && configure+=(-DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS}")
+cmake -S . -B "${build}" "${configure[@]}" > "${out}/configure.log" 2>&1 ||
   { tail -50 "${out}/configure.log"; exit 1; }
-cmake --build "${build}" -j 16 > "${out}/build.log" 2>&1 ||
+# A benchmarks-only call builds only the benchmarks.
+targets=()
+if [ "${tests}" -eq 0 ] && [ "${sanitize}" -eq 0 ]; then
+  for source in benchmarks/bench_*.cu benchmarks/bench_*.cpp; do
+    name=$(basename "${source%.*}")
+    [ "${name}" = bench_main ] || targets+=(--target "${name}")
+  done
+fi
+cmake --build "${build}" -j "${jobs}" "${targets[@]}" > "${out}/build.log" 2>&1 ||
   { grep -E "error|Error" -A3 "${out}/build.log" | head -80; exit 1; }
 
 status=0
@@ -68,24 +104,41 @@ if [ "${tests}" -eq 1 ]; then
   SMARTARRAY_BACKEND=cuda "${build}/benchmarks/bench_pipelines" --demo 2>&1 | tee "${out}/demo.txt" || status=1
 fi
 
-# Pack what exists so far: a call cut off at its time limit still returns the tests' results.
-pack() { [ -n "${OUT:-}" ] && tar czf "${OUT}/gpu-out.tgz" "${out}" 2>/dev/null && cp "${out}/summary.txt" "${OUT}/summary.txt"; }
+# Pack what exists so far: a call cut off at its time limit still returns what it finished.
+pack() {
+  [ -n "${OUT:-}" ] || return 0
+  tar czf "${OUT}/gpu-out.tgz" "${out}" 2>/dev/null
+  cp "${out}/summary.txt" "${OUT}/summary.txt"
+  if [ -d "${results}" ]; then mkdir -p "${OUT}/results" && cp "${results}"/*.json "${OUT}/results/" 2>/dev/null; fi
+  return 0
+}
 pack
 
 if [ "${bench}" -eq 1 ]; then
+  mkdir -p "${results}"
+  rm -f "${results}"/*.json  # the set is this call's runs only
+  [ "${filter}" = "." ] || echo "benchmarks: --bench-filter ${filter}, a partial result set" | tee -a "${out}/summary.txt"
+  [ -n "${SMARTARRAY_GIT_COMMIT:-}" ] ||
+    echo "benchmarks: no git commit known; the JSON records the build's (set SMARTARRAY_GIT_COMMIT)" |
+    tee -a "${out}/summary.txt"
   for b in "${build}"/benchmarks/bench_*; do
-    [ -x "$b" ] || continue
+    [ -x "$b" ] && [ -f "$b" ] || continue
     name=$(basename "$b")
-    SMARTARRAY_BACKEND=cuda "$b" --benchmark_filter="${filter}" --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
-      --benchmark_out="${out}/${name}.json" --benchmark_out_format=json > "${out}/${name}.txt" 2>&1
-    echo "benchmark ${name}: rc=$?" | tee -a "${out}/summary.txt"
+    start=${SECONDS}
+    SMARTARRAY_BACKEND="${BENCH_BACKEND:-cuda}" "$b" --benchmark_filter="${filter}" --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
+      --benchmark_out="${results}/${name}.json" --benchmark_out_format=json > "${out}/${name}.txt" 2>&1
+    rc=$?
+    [ "${rc}" -eq 0 ] || status=1
+    echo "benchmark ${name}: rc=${rc}, $((SECONDS - start)) s" | tee -a "${out}/summary.txt"
     pack
   done
-fi
-
-if [ "${bench}" -eq 1 ]; then
   # The ratio targets again, as interleaved repetitions (see scripts/bench_targets.sh).
-  OUT_DIR="${out}" bash scripts/bench_targets.sh "${build}" | tee -a "${out}/summary.txt" || status=1
+  start=${SECONDS}
+  OUT_DIR="${results}" LOG_DIR="${out}" bash scripts/bench_targets.sh "${build}" | tee -a "${out}/summary.txt" ||
+    status=1
+  echo "targets: $((SECONDS - start)) s; results in ${results}/ (copy into benchmarks/results/)" |
+    tee -a "${out}/summary.txt"
+  python3 scripts/bench_report.py "${results}" --provenance 2>&1 | tee -a "${out}/summary.txt"
   pack
 fi
 
