@@ -38,6 +38,22 @@ unsigned to_cuda_register_flags(unsigned flags) noexcept {
   return out;
 }
 
+// CUDA 13 names the target of cudaMemAdvise and cudaMemPrefetchAsync by a cudaMemLocation; CUDA 12
+// by a device ordinal, cudaCpuDeviceId for the host. (CUDA 12's cudaMemLocation forms, the _v2
+// calls, need a 12.2 driver; the ordinal forms work on any 12.x driver.)
+#if CUDART_VERSION >= 13000
+cudaMemLocation to_cuda(Location where, int device) noexcept {
+  cudaMemLocation location{};
+  location.type = where == Location::host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+  location.id = where == Location::host ? 0 : device;
+  return location;
+}
+#else
+int to_cuda(Location where, int device) noexcept {
+  return where == Location::host ? cudaCpuDeviceId : device;
+}
+#endif
+
 class CudaRuntime final : public Runtime {
  public:
   explicit CudaRuntime(int device) {
@@ -161,21 +177,24 @@ class CudaRuntime final : public Runtime {
                         bytes, " bytes (", static_cast<int>(kind), ") on stream ", stream.handle());
   }
   void do_advise_read_mostly(const void* ptr, std::size_t bytes) override {
-    cudaMemLocation device{};  // ignored by this advice, but it must name a valid location
-    device.type = cudaMemLocationTypeDevice;
-    device.id = properties_.ordinal;
+    // The device is ignored by this advice, but it must name a valid location.
+    const auto device = to_cuda(Location::device, properties_.ordinal);
     SMARTARRAY_CUDA_TRY(cudaMemAdvise(ptr, bytes, cudaMemAdviseSetReadMostly, device),
                         "advise ", bytes, " bytes of managed memory at ", ptr, " as read mostly");
   }
   void do_prefetch_async(const void* ptr, std::size_t bytes, Location where,
                          StreamRef stream) override {
-    cudaMemLocation location{};
-    location.type = where == Location::host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
-    location.id = where == Location::host ? 0 : properties_.ordinal;
+    const auto location = to_cuda(where, properties_.ordinal);
+    const char* to = where == Location::host ? "host" : "device";
+#if CUDART_VERSION >= 13000
     SMARTARRAY_CUDA_TRY(cudaMemPrefetchAsync(ptr, bytes, location, 0, to_cuda(stream)), "prefetch ",
-                        bytes, " bytes of managed memory to the ",
-                        where == Location::host ? "host" : "device", " on stream ",
+                        bytes, " bytes of managed memory to the ", to, " on stream ",
                         stream.handle());
+#else  // CUDA 12's cudaMemPrefetchAsync has no flags argument
+    SMARTARRAY_CUDA_TRY(cudaMemPrefetchAsync(ptr, bytes, location, to_cuda(stream)), "prefetch ",
+                        bytes, " bytes of managed memory to the ", to, " on stream ",
+                        stream.handle());
+#endif
   }
   void do_synchronize(StreamRef stream) override {
     SMARTARRAY_CUDA_TRY(cudaStreamSynchronize(to_cuda(stream)), "synchronize stream ",
