@@ -49,6 +49,8 @@ namespace {
 
 using sa::bench::CallTimer;
 using sa::bench::need_cuda;
+using sa::bench::prefetch_managed;
+using sa::bench::PrefetchTo;
 using sa::bench::random_floats;
 using sa::bench::Raw;
 
@@ -229,11 +231,10 @@ void elementwise(benchmark::State& state, Contender who) {
         in[k] = mem[k];
       }
       const bool prefetch = who == Contender::managed_prefetch;
-      cudaMemLocation device{cudaMemLocationTypeDevice, sa::device_properties().ordinal};
       timer.run(state, [&] {
         if (prefetch) {
           for (float* p : mem) {
-            SMARTARRAY_CUDA_TRY(cudaMemPrefetchAsync(p, bytes, device, 0, stream), "prefetch");
+            prefetch_managed(p, bytes, PrefetchTo::device, stream, "prefetch");
           }
         }
         launch_elementwise<Op>(raw, in, mem[K], n);
@@ -404,17 +405,15 @@ void chain(benchmark::State& state, Contender who) {
       SMARTARRAY_CUDA_TRY(cudaMallocManaged(&y, bytes), "managed y");
       std::copy(start.begin(), start.end(), y);
       const bool prefetch = who == Contender::managed_prefetch;
-      const cudaMemLocation device{cudaMemLocationTypeDevice, sa::device_properties().ordinal};
-      const cudaMemLocation host{cudaMemLocationTypeHost, 0};
       timer.run(state, [&] {
         std::memcpy(x, source.data(), bytes);
         if (prefetch) {
-          SMARTARRAY_CUDA_TRY(cudaMemPrefetchAsync(x, bytes, device, 0, stream), "prefetch x");
-          SMARTARRAY_CUDA_TRY(cudaMemPrefetchAsync(y, bytes, device, 0, stream), "prefetch y");
+          prefetch_managed(x, bytes, PrefetchTo::device, stream, "prefetch x");
+          prefetch_managed(y, bytes, PrefetchTo::device, stream, "prefetch y");
         }
         launch_chain(raw, x, y, n);
         if (prefetch) {
-          SMARTARRAY_CUDA_TRY(cudaMemPrefetchAsync(y, bytes, host, 0, stream), "prefetch y back");
+          prefetch_managed(y, bytes, PrefetchTo::host, stream, "prefetch y back");
         }
         SMARTARRAY_CUDA_TRY(cudaStreamSynchronize(stream), "managed sync");
         checksum += y[n / 2];
@@ -589,17 +588,14 @@ void iterative(benchmark::State& state, Contender who) {
       SMARTARRAY_CUDA_TRY(cudaMalloc(&temp, temp_bytes), "temp");
       std::memcpy(x, source.data(), bytes);
       const bool prefetch = who == Contender::managed_prefetch;
-      const cudaMemLocation device{cudaMemLocationTypeDevice, sa::device_properties().ordinal};
-      const cudaMemLocation host{cudaMemLocationTypeHost, 0};
       timer.run(state, [&] {
         if (prefetch) {
-          SMARTARRAY_CUDA_TRY(cudaMemPrefetchAsync(x, bytes, device, 0, stream), "prefetch x");
+          prefetch_managed(x, bytes, PrefetchTo::device, stream, "prefetch x");
         }
         raw.launch(n, Relax{x});
         reduce(x, sum, temp);
         if (prefetch) {
-          SMARTARRAY_CUDA_TRY(cudaMemPrefetchAsync(sum, sizeof(float), host, 0, stream),
-                              "prefetch sum");
+          prefetch_managed(sum, sizeof(float), PrefetchTo::host, stream, "prefetch sum");
         }
         SMARTARRAY_CUDA_TRY(cudaStreamSynchronize(stream), "sync");
         sum_read = *sum;

@@ -49,6 +49,27 @@ __global__ void grid_stride_kernel(std::size_t n, F f) {
   }
 }
 
+/// Where `prefetch_managed` moves managed memory.
+enum class PrefetchTo { device, host };
+
+/// `cudaMemPrefetchAsync` of `bytes` at `p` on `stream`, as a hand-written contender writes it:
+/// CUDA 13 names the target by a cudaMemLocation, CUDA 12 by a device ordinal (cudaCpuDeviceId for
+/// the host) and takes no flags.
+inline void prefetch_managed(const void* p, std::size_t bytes, PrefetchTo to, cudaStream_t stream,
+                             const char* what) {
+  const int device = device_properties().ordinal;
+#if CUDART_VERSION >= 13000
+  const cudaMemLocation location =
+      to == PrefetchTo::device ? cudaMemLocation{cudaMemLocationTypeDevice, device}
+                               : cudaMemLocation{cudaMemLocationTypeHost, 0};
+  SMARTARRAY_CUDA_TRY(cudaMemPrefetchAsync(p, bytes, location, 0, stream), what);
+#else
+  SMARTARRAY_CUDA_TRY(
+      cudaMemPrefetchAsync(p, bytes, to == PrefetchTo::device ? device : cudaCpuDeviceId, stream),
+      what);
+#endif
+}
+
 /// Blocks of 256 threads for a grid-stride loop over `n` items: enough to fill the device, no more.
 inline unsigned blocks_for(std::size_t n) {
   const std::size_t wanted = (n + 255) / 256;

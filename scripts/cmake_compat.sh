@@ -9,6 +9,7 @@
 # Needs python3 with venv and pip, and PyPI (pip install "cmake==<version>.*").
 set -uo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install_deps.sh --python || exit 1
 root="$(pwd)"
 export PATH="/usr/local/cuda/bin:${PATH}"
 versions=("$@")

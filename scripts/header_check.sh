@@ -16,6 +16,7 @@
 #   CU12_CCCL_VERSION=12.4.127.post1 bash scripts/header_check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install_deps.sh --python || exit 1
 root="$(pwd)"
 jobs="${JOBS:-$(nproc)}"
 build="${BUILD_DIR:-build-cu12}"

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the build needs when it is missing (Debian/Ubuntu, as root). On a machine that
 # already has everything (the GPU machines, CI after the first run) it installs nothing.
+#   bash scripts/install_deps.sh [--python]
+# --python also makes sure python3 can make virtual environments with pip (the CI checks that take
+# CUDA 12 headers and CMake 3.22 from PyPI: header_check.sh, cmake_compat.sh).
 set -euo pipefail
 
 export PATH="/usr/local/cuda/bin:${PATH}"
@@ -10,6 +13,9 @@ command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v make >/dev/null 2>&1 || missing+=(make)
 [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
 [ -f /usr/include/benchmark/benchmark.h ] || missing+=(libbenchmark-dev)
+if [ "${1:-}" = "--python" ]; then
+  python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv python3-pip)
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
@@ -22,6 +28,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if ! command -v nvcc >/dev/null 2>&1; then
-  echo "error: nvcc not found; install the CUDA toolkit (13.0) under /usr/local/cuda" >&2
+  echo "error: nvcc not found; install the CUDA toolkit (12.4 or later) under /usr/local/cuda" >&2
   exit 1
 fi
