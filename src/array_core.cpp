@@ -4,6 +4,7 @@
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/pool_resource.hpp>
+#include "host_memory.hpp"
 #include "parallel_copy.hpp"
 
 #include <algorithm>
@@ -40,17 +41,25 @@ constexpr std::uint64_t use_clock_block = 64;
 thread_local std::uint64_t next_use_tick = 0;
 thread_local std::uint64_t end_use_tick = 0;
 
-/// The array this thread is acquiring, which eviction must skip (its lock is held by this thread).
+/// The array this thread is acquiring, which eviction must skip (its lock is held by this thread),
+/// and the user's call that the acquire serves, which the trace of an eviction it causes names.
 thread_local const ArrayCore* acquiring_on_this_thread = nullptr;
+thread_local const smartarray::source_location* call_site_on_this_thread = nullptr;
 
 struct AcquireScope {
-  explicit AcquireScope(const ArrayCore* core) noexcept : previous(acquiring_on_this_thread) {
+  AcquireScope(const ArrayCore* core, const smartarray::source_location& where) noexcept
+      : previous(acquiring_on_this_thread), previous_where(call_site_on_this_thread) {
     acquiring_on_this_thread = core;
+    call_site_on_this_thread = &where;
   }
-  ~AcquireScope() { acquiring_on_this_thread = previous; }
+  ~AcquireScope() {
+    acquiring_on_this_thread = previous;
+    call_site_on_this_thread = previous_where;
+  }
   AcquireScope(const AcquireScope&) = delete;
   AcquireScope& operator=(const AcquireScope&) = delete;
   const ArrayCore* previous;
+  const smartarray::source_location* previous_where;
 };
 
 /// Arrays that hold device buffers. The device pool's eviction hook drops their copies: clean ones
@@ -114,26 +123,57 @@ void note_pageable_fallback(std::size_t bytes, const std::exception& why) {
   });
 }
 
-}  // namespace
+/// Pageable host memory, or out_of_memory naming the bytes and why pinned memory was not used.
+std::byte* allocate_pageable(std::size_t bytes, const char* why_pageable) {
+  const std::size_t available = host_memory_bytes(true);
+  if (bytes > available) {
+    throw out_of_memory(concat("SmartArray host allocation of ", bytes, " bytes failed: ",
+                               why_pageable, "; pageable memory: the host has ", available,
+                               " bytes of memory and swap"));
+  }
+  try {
+    return static_cast<std::byte*>(::operator new(bytes, std::align_val_t{host_alignment}));
+  } catch (const std::bad_alloc& error) {
+    throw out_of_memory(concat("SmartArray host allocation of ", bytes, " bytes failed: ",
+                               why_pageable, "; pageable memory: ", error.what()));
+  }
+}
 
-ArrayCore::ArrayCore(MemoryResource* host_resource, MemoryResource* device_resource,
-                     const StorageOptions& storage)
-    : host_resource_(host_resource != nullptr ? host_resource : &pinned_resource()),
-      device_resource_(device_resource != nullptr ? device_resource : &smartarray::device_resource()),
-      storage_(storage),
-      host_fallback_(host_resource == nullptr && !storage.require_pinned) {}
+/// The numbers of arrays, in the order they are first named.
+std::atomic<std::uint64_t> next_array_id{1};
+
+}  // namespace
 
 ArrayCore::~ArrayCore() { release_all(); }
 
-ArrayCore::ArrayCore(const ArrayCore& other)
-    : host_resource_(other.host_resource_),
-      device_resource_(other.device_resource_),
-      storage_(other.storage_),
-      host_fallback_(other.host_fallback_) {
+ArrayCore::ArrayCore(const ArrayCore& other) : storage_(other.storage_) {
   std::lock_guard lock(other.mutex_);
+  // Under the lock: a const access of `other` on another thread may be taking its defaults.
+  host_resource_ = other.host_resource_;
+  device_resource_ = other.device_resource_;
+  host_default_ = other.host_default_;
+  device_default_ = other.device_default_;
+  copy_valid_data(other);
+}
+
+ArrayCore::ArrayCore(const ArrayCore& other, const ResourceChoice& resources)
+    : ArrayCore(resources, other.storage_) {
+  std::lock_guard lock(other.mutex_);
+  copy_valid_data(other);
+}
+
+void ArrayCore::copy_valid_data(const ArrayCore& other) {
   if (other.size_ == 0) return;
   const std::size_t bytes = other.size_;
   capacity_ = bytes;
+  if (other.unwritten_) {
+    // Nothing was written: the copy holds nothing either, and takes no memory yet.
+    size_ = bytes;
+    device_valid_end_ = bytes;
+    unwritten_ = true;
+    refresh_state();
+    return;
+  }
   if (single_buffer()) {
     // One buffer holds everything: copy it on the host once its device writer is done.
     if (other.device_writer_ && !stream_retired(*other.device_writer_)) {
@@ -156,7 +196,7 @@ ArrayCore::ArrayCore(const ArrayCore& other)
     if (stream_retired(stream)) stream = StreamRef{};
     try {
       register_eviction_hook_once();
-      device_ = static_cast<std::byte*>(device_resource_->allocate(stream, bytes));
+      device_ = static_cast<std::byte*>(device_mr().allocate(stream, bytes));
       device_capacity_ = bytes;
       runtime().copy_async(device_, other.device_, other.device_valid_end_,
                            CopyKind::device_to_device, stream);
@@ -182,8 +222,64 @@ ArrayCore::ArrayCore(ArrayCore&& other) noexcept
     : host_resource_(other.host_resource_),
       device_resource_(other.device_resource_),
       storage_(other.storage_),
-      host_fallback_(other.host_fallback_) {
+      host_default_(other.host_default_),
+      device_default_(other.device_default_) {
   swap(other);
+  // The label goes with the value (a factory that returns a labeled array keeps the label); the
+  // number stays with the object. Under the locks: eviction may be tracing either array.
+  std::scoped_lock lock(mutex_, other.mutex_);
+  label_ = std::move(other.label_);
+}
+
+MemoryResource& ArrayCore::host_mr() {
+  if (host_resource_ == nullptr) host_resource_ = &pinned_resource();
+  return *host_resource_;
+}
+
+MemoryResource& ArrayCore::device_mr() {
+  if (device_resource_ == nullptr) device_resource_ = &smartarray::device_resource();
+  return *device_resource_;
+}
+
+std::uint64_t ArrayCore::id() const noexcept {
+  std::uint64_t current = id_.load(std::memory_order_acquire);
+  if (current != 0) return current;
+  const std::uint64_t fresh = next_array_id.fetch_add(1, std::memory_order_relaxed);
+  // Two threads naming the array at once: the first number stored wins.
+  return id_.compare_exchange_strong(current, fresh, std::memory_order_acq_rel) ? fresh : current;
+}
+
+void ArrayCore::set_label(std::string label) {
+  auto named = label.empty() ? nullptr : std::make_unique<std::string>(std::move(label));
+  std::lock_guard lock(mutex_);  // eviction on another thread may be tracing this array
+  label_ = std::move(named);
+}
+
+std::string ArrayCore::label() const { return label_ ? *label_ : std::string(); }
+
+std::string ArrayCore::describe() const {
+  return label_ ? concat("SmartArray #", id(), " \"", *label_, "\"") : concat("SmartArray #", id());
+}
+
+void ArrayCore::check_written(bool require_written, const char* what,
+                              const smartarray::source_location& where) const {
+  SMARTARRAY_EXPECTS(!require_written || !unwritten_, logic_error, describe(), " (", size_,
+                     " bytes) was made with no_init and never written: ", what, " at ",
+                     where.file_name(), ":", where.line(),
+                     " reads indeterminate values; write it first (on the host, on the device or "
+                     "with assign)");
+}
+
+void ArrayCore::settle_unwritten(Side side) noexcept {
+  if (!unwritten_) return;
+  unwritten_ = false;
+  if (single_buffer()) return;  // one buffer: both sides see the same bytes
+  // The side that was not accessed has no buffer: it has nothing to offer.
+  if (side == Side::host) {
+    device_valid_end_ = 0;
+  } else {
+    host_valid_begin_ = size_;
+  }
 }
 
 void ArrayCore::swap(ArrayCore& other) noexcept {
@@ -194,9 +290,11 @@ void ArrayCore::swap(ArrayCore& other) noexcept {
   if (other.device_ != nullptr) eviction_registry().remove(&other);
   std::swap(host_resource_, other.host_resource_);
   std::swap(device_resource_, other.device_resource_);
-  std::swap(host_fallback_, other.host_fallback_);
+  std::swap(host_default_, other.host_default_);
+  std::swap(device_default_, other.device_default_);
   std::swap(storage_, other.storage_);
   std::swap(device_external_, other.device_external_);
+  std::swap(unwritten_, other.unwritten_);
   std::swap(host_, other.host_);
   std::swap(host_pageable_, other.host_pageable_);
   std::swap(host_write_faults_pending_, other.host_write_faults_pending_);
@@ -227,7 +325,8 @@ void ArrayCore::swap(ArrayCore& other) noexcept {
 }
 
 void ArrayCore::refresh_readable() noexcept {
-  host_readable_.store(host_valid_begin_ == 0, std::memory_order_release);
+  // An unwritten array takes the slow path: it has no host buffer, and debug builds check reads.
+  host_readable_.store(host_valid_begin_ == 0 && !unwritten_, std::memory_order_release);
 }
 
 void ArrayCore::note_view_state() noexcept {
@@ -262,8 +361,8 @@ void ArrayCore::update_host_guard() noexcept {
   } catch (const std::exception&) {
     return;  // the failed copy is reported by the next operation that waits for it
   }
-  guarded_ = guard_stale_host(host_, host_valid_begin_, view_array_number(view_slot_),
-                              device_write_file_, device_write_line_);
+  guarded_ = guard_stale_host(host_, host_valid_begin_, id(), device_write_file_,
+                              device_write_line_);
   guarded_host_ = host_;
   guarded_stale_ = host_valid_begin_;
 }
@@ -295,6 +394,7 @@ void ArrayCore::touch() noexcept {
 
 bool ArrayCore::valid(Side side) const noexcept {
   std::lock_guard lock(mutex_);
+  if (unwritten_) return false;
   return side == Side::host ? host_valid_begin_ == 0 : device_valid_end_ == size_;
 }
 
@@ -334,19 +434,24 @@ std::byte* ArrayCore::allocate_host(std::size_t bytes, bool& pageable) {
       }
       return managed;
     }
-    case MemoryMode::pageable:
+    case MemoryMode::pageable: {
+      std::byte* const host = allocate_pageable(bytes, "the array is in pageable mode");
       pageable = true;
-      return static_cast<std::byte*>(::operator new(bytes, std::align_val_t{host_alignment}));
+      return host;
+    }
     case MemoryMode::explicit_copy: break;
   }
   try {
-    return static_cast<std::byte*>(host_resource_->allocate_sync(bytes, host_alignment));
+    return static_cast<std::byte*>(host_mr().allocate_sync(bytes, host_alignment));
   } catch (const std::bad_alloc& error) {
-    if (!host_fallback_) throw;
+    if (!host_fallback()) throw;
+    // The notice is printed only once the fallback succeeded: a failed one throws instead.
+    std::byte* const host =
+        allocate_pageable(bytes, concat("pinned memory: ", error.what()).c_str());
     note_pageable_fallback(bytes, error);
+    pageable = true;
+    return host;
   }
-  pageable = true;
-  return static_cast<std::byte*>(::operator new(bytes, std::align_val_t{host_alignment}));
 }
 
 void ArrayCore::free_host(std::byte* ptr, std::size_t bytes, bool pageable) noexcept {
@@ -507,7 +612,7 @@ void ArrayCore::ensure_device_capacity(StreamRef stream, std::size_t keep) {
   if (device_ != nullptr && device_capacity_ >= size_) return;
   register_eviction_hook_once();
   const std::size_t new_capacity = std::max(capacity_, size_);
-  auto* fresh = static_cast<std::byte*>(device_resource_->allocate(stream, new_capacity));
+  auto* fresh = static_cast<std::byte*>(device_mr().allocate(stream, new_capacity));
   if (device_ != nullptr) {
     // Only the valid device prefix moves (nothing for a discard); the copy reads the old buffer
     // after its last writer, and the old buffer is freed on `stream` once every user of it is
@@ -542,7 +647,7 @@ void ArrayCore::copy_to_device(std::size_t begin, std::size_t end, StreamRef str
     // Staged: the host buffer is read by memcpy before this returns, so no upload is pending.
     staged_copy_to_device(device_ + begin, host_ + begin, end - begin, stream);
     counters_.add_h2d(end - begin);
-    trace_migration("H2D", end - begin, reason, this, where);
+    trace_migration("H2D", end - begin, reason, id(), trace_label(), where);
     set_device_exclusive(stream);
     return;
   }
@@ -553,7 +658,7 @@ void ArrayCore::copy_to_device(std::size_t begin, std::size_t end, StreamRef str
   host_readers_.push_back(std::move(pending));
   host_read_end_ = std::max(host_read_end_, end);
   counters_.add_h2d(end - begin);
-  trace_migration("H2D", end - begin, reason, this, where);
+  trace_migration("H2D", end - begin, reason, id(), trace_label(), where);
   set_device_exclusive(stream);
 }
 
@@ -566,7 +671,7 @@ void ArrayCore::copy_to_host(std::byte* dst, std::size_t begin, std::size_t end,
     staged_copy_to_host(dst + begin, device_ + begin, end - begin, stream);
     counters_.add_d2h(end - begin);
     counters_.add_wait();
-    trace_migration("D2H", end - begin, reason, this, where);
+    trace_migration("D2H", end - begin, reason, id(), trace_label(), where);
     return;
   }
   runtime().copy_async(dst + begin, device_ + begin, end - begin, CopyKind::device_to_host, stream);
@@ -575,7 +680,7 @@ void ArrayCore::copy_to_host(std::byte* dst, std::size_t begin, std::size_t end,
   host_wait_stream(stream);
   counters_.add_d2h(end - begin);
   counters_.add_wait();
-  trace_migration("D2H", end - begin, reason, this, where);
+  trace_migration("D2H", end - begin, reason, id(), trace_label(), where);
 }
 
 std::byte* ArrayCore::single_buffer_device_address() const {
@@ -591,7 +696,7 @@ void ArrayCore::make_single_buffer_host_current(StreamRef stream, const char* re
     // The device wrote last: bring the pages back in one migration instead of host page faults.
     runtime().prefetch_async(host_, size_, Location::host, stream);
     counters_.add_prefetch(size_);
-    trace_migration("prefetch to host", size_, reason, this, where);
+    trace_migration("prefetch to host", size_, reason, id(), trace_label(), where);
     host_write_faults_pending_ = true;
   }
   add_device_user(stream);
@@ -611,7 +716,7 @@ void ArrayCore::staged_copy_to_device(std::byte* dst, const std::byte* src, std:
     for (std::size_t b = 0; b < blocks; ++b) {
       // allocate_sync: the pool hands a pinned block to a host writer only once its copies
       // are done.
-      block[b] = static_cast<std::byte*>(host_resource_->allocate_sync(chunk, host_alignment));
+      block[b] = static_cast<std::byte*>(host_mr().allocate_sync(chunk, host_alignment));
     }
     for (std::size_t offset = 0, i = 0; offset < bytes; offset += chunk, ++i) {
       const std::size_t b = i % blocks;
@@ -659,7 +764,7 @@ void ArrayCore::staged_copy_to_host(std::byte* dst, const std::byte* src, std::s
   };
   try {
     for (std::size_t b = 0; b < blocks; ++b) {
-      block[b] = static_cast<std::byte*>(host_resource_->allocate_sync(chunk, host_alignment));
+      block[b] = static_cast<std::byte*>(host_mr().allocate_sync(chunk, host_alignment));
     }
     for (std::size_t i = 0; i < std::min(blocks, chunks); ++i) issue(i);
     for (std::size_t i = 0; i < chunks; ++i) {
@@ -694,15 +799,17 @@ void ArrayCore::fetch_stale_prefix(std::byte* dst, const char* reason,
 }
 
 std::byte* ArrayCore::acquire_host(Access access, std::optional<StreamRef> stream,
-                                   const smartarray::source_location& where) {
+                                   const smartarray::source_location& where, bool require_written) {
   std::lock_guard lock(mutex_);
-  AcquireScope scope(this);
+  AcquireScope scope(this, where);
   forget_retired_streams();
   touch();
   if (size_ == 0) return host_;
+  if (access == Access::read) check_written(require_written, "host read", where);
   if (host_ == nullptr) {
     host_ = allocate_host(capacity_, host_pageable_);
   }
+  settle_unwritten(Side::host);
   if (access != Access::discard && host_valid_begin_ > 0 && single_buffer()) {
     make_single_buffer_host_current(stream.value_or(device_writer_.value_or(StreamRef{})),
                                     "host access after device writes", where);
@@ -729,13 +836,15 @@ std::byte* ArrayCore::acquire_host(Access access, std::optional<StreamRef> strea
 }
 
 std::byte* ArrayCore::acquire_device(Access access, StreamRef stream,
-                                     const smartarray::source_location& where) {
+                                     const smartarray::source_location& where,
+                                     bool require_written) {
   std::lock_guard lock(mutex_);
-  AcquireScope scope(this);
+  AcquireScope scope(this, where);
   forget_retired_streams();
   touch();
   if (size_ == 0) return device_;
-  if (view_slot_ == 0) view_slot_ = acquire_view_slot();
+  if (access == Access::read) check_written(require_written, "device read", where);
+  if (view_slot_ == 0) view_slot_ = acquire_view_slot(id());
   if (access != Access::read) {
     device_write_file_ = where.file_name();
     device_write_line_ = where.line();
@@ -744,6 +853,7 @@ std::byte* ArrayCore::acquire_device(Access access, StreamRef stream,
   if (device_current_for(access, stream)) return device_;
   if (single_buffer()) {
     if (host_ == nullptr) host_ = allocate_host(capacity_, host_pageable_);
+    settle_unwritten(Side::device);
     std::byte* const address = single_buffer_device_address();
     if (access == Access::discard || access == Access::read_write) {
       join_device_users(stream);
@@ -757,7 +867,8 @@ std::byte* ArrayCore::acquire_device(Access access, StreamRef stream,
       // The host touched the data last: move it before the kernel faults it in page by page.
       runtime().prefetch_async(host_, size_, Location::device, stream);
       counters_.add_prefetch(size_);
-      trace_migration("prefetch to device", size_, "device access after host writes", this, where);
+      trace_migration("prefetch to device", size_, "device access after host writes", id(),
+                      trace_label(), where);
       host_write_faults_pending_ = false;
     }
     if (access == Access::read) {
@@ -775,6 +886,7 @@ std::byte* ArrayCore::acquire_device(Access access, StreamRef stream,
     return address;
   }
   ensure_device_capacity(stream, access == Access::discard ? 0 : device_valid_end_);
+  settle_unwritten(Side::device);
   if (access == Access::discard) {
     join_device_users(stream);
     set_device_exclusive(stream);
@@ -809,7 +921,7 @@ void ArrayCore::make_device_only(std::size_t bytes, StreamRef stream) {
     host_ = allocate_host(bytes, host_pageable_);
   } else {
     register_eviction_hook_once();
-    device_ = static_cast<std::byte*>(device_resource_->allocate(stream, bytes));
+    device_ = static_cast<std::byte*>(device_mr().allocate(stream, bytes));
     device_capacity_ = bytes;
     eviction_registry().add(this);
   }
@@ -817,6 +929,20 @@ void ArrayCore::make_device_only(std::size_t bytes, StreamRef stream) {
   host_valid_begin_ = device_valid_end_ = bytes;
   set_device_exclusive(stream);
   if (single_buffer()) host_read_end_ = bytes;
+  refresh_state();
+}
+
+void ArrayCore::make_unwritten(std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  SMARTARRAY_EXPECTS(size_ == 0 && host_ == nullptr && device_ == nullptr, logic_error,
+                     "make_unwritten on an array that already holds ", size_, " bytes");
+  if (bytes == 0) return;
+  // "Valid" on both sides, so that no access copies anything; each buffer is made when its side
+  // is first accessed (acquire_host and ensure_device_capacity allocate a missing buffer).
+  capacity_ = size_ = bytes;
+  host_valid_begin_ = 0;
+  device_valid_end_ = bytes;
+  unwritten_ = true;
   refresh_state();
 }
 
@@ -840,13 +966,15 @@ void ArrayCore::wrap_device(std::byte* external, std::size_t bytes) {
 }
 
 void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bool wait,
-                         const smartarray::source_location& where) {
+                         const smartarray::source_location& where, bool require_written) {
   std::lock_guard lock(mutex_);
-  AcquireScope scope(this);
+  AcquireScope scope(this, where);
   forget_retired_streams();
   SMARTARRAY_EXPECTS(bytes <= size_, logic_error, "copy_out of ", bytes, " bytes from an array of ",
                      size_, " bytes");
   if (bytes == 0) return;
+  check_written(require_written, "copy_to_host", where);
+  if (unwritten_) return;  // no values to copy, and no buffer to copy them from
   touch();
   if (single_buffer()) {
     // One buffer: read it on the host once its writer is done; nothing is copied or prefetched.
@@ -868,7 +996,7 @@ void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bo
   runtime().copy_async(dst, device_, from_device, CopyKind::device_to_host, stream);
   add_device_user(stream);
   counters_.add_d2h(from_device);
-  trace_migration("D2H", from_device, "copy_to_host", this, where);
+  trace_migration("D2H", from_device, "copy_to_host", id(), trace_label(), where);
   if (wait) {
     host_wait_stream(stream);
     counters_.add_wait();
@@ -877,7 +1005,7 @@ void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bo
 
 void ArrayCore::host_changed() {
   std::lock_guard lock(mutex_);
-  SMARTARRAY_EXPECTS(host_valid_begin_ == 0, logic_error,
+  SMARTARRAY_EXPECTS(host_valid_begin_ == 0 && !unwritten_, logic_error,
                      "host_changed() on an array whose host copy is stale (", size_,
                      " bytes); acquire the host side first");
   device_valid_end_ = 0;
@@ -896,7 +1024,7 @@ void ArrayCore::order_device_write(StreamRef stream) {
 void ArrayCore::device_changed(StreamRef stream) {
   std::lock_guard lock(mutex_);
   forget_retired_streams();
-  SMARTARRAY_EXPECTS(device_valid_end_ == size_, logic_error,
+  SMARTARRAY_EXPECTS(device_valid_end_ == size_ && !unwritten_, logic_error,
                      "gpu_changed() on an array whose device copy is stale (", size_,
                      " bytes); acquire the device side first");
   if (size_ == 0) return;
@@ -935,6 +1063,7 @@ std::byte* ArrayCore::append_locked(std::size_t new_size) {
   } else if (size_ < host_read_end_) {
     wait_host_readers_locked();  // a pending upload still reads the bytes the tail overwrites
   }
+  settle_unwritten(Side::host);
   // Both sides keep what they held; the new tail is valid on the host alone.
   size_ = new_size;
   refresh_state();
@@ -947,16 +1076,18 @@ void ArrayCore::truncate_locked(std::size_t new_size) noexcept {
   size_ = new_size;
   host_valid_begin_ = std::min(host_valid_begin_, new_size);
   device_valid_end_ = std::min(device_valid_end_, new_size);
+  if (new_size == 0) unwritten_ = false;
   refresh_state();
 }
 
 std::byte* ArrayCore::insert_gap(std::size_t pos, std::size_t bytes,
                                  const smartarray::source_location& where) {
   std::lock_guard lock(mutex_);
-  AcquireScope scope(this);
+  AcquireScope scope(this, where);
   touch();
   forget_retired_streams();
   if (host_ == nullptr) host_ = allocate_host(capacity_, host_pageable_);
+  settle_unwritten(Side::host);
   const std::size_t old_size = size_;
   const std::size_t new_size = old_size + bytes;
   // Everything that can fail (allocation, the copy, the waits) runs before the contents change.
@@ -997,10 +1128,11 @@ std::byte* ArrayCore::insert_gap(std::size_t pos, std::size_t bytes,
 std::byte* ArrayCore::erase_range(std::size_t pos, std::size_t bytes,
                                   const smartarray::source_location& where) {
   std::lock_guard lock(mutex_);
-  AcquireScope scope(this);
+  AcquireScope scope(this, where);
   touch();
   forget_retired_streams();
   if (host_ == nullptr) host_ = allocate_host(capacity_, host_pageable_);
+  settle_unwritten(Side::host);
   if (host_valid_begin_ > 0) {
     fetch_stale_prefix(host_, "host erase from a stale copy", where);
     host_valid_begin_ = 0;
@@ -1032,6 +1164,7 @@ std::byte* ArrayCore::assign_discard(std::size_t new_size) {
   size_ = new_size;
   host_valid_begin_ = 0;
   device_valid_end_ = 0;
+  unwritten_ = false;
   refresh_state();
   return host_;
 }
@@ -1073,7 +1206,12 @@ std::size_t ArrayCore::evict_device_locked(bool allow_dirty) {
   if (host_valid_begin_ > 0) {
     if (!allow_dirty) return 0;
     if (host_ == nullptr) host_ = allocate_host(capacity_, host_pageable_);
-    fetch_stale_prefix(host_, "eviction of a dirty device copy", smartarray::source_location::current());
+    // The call whose allocation made room, when it was an acquire (eviction has no call of its
+    // own).
+    fetch_stale_prefix(host_, "eviction of a dirty device copy",
+                       call_site_on_this_thread != nullptr
+                           ? *call_site_on_this_thread
+                           : smartarray::source_location::current());
     host_valid_begin_ = 0;
   }
   const std::size_t released = device_capacity_;
@@ -1121,6 +1259,7 @@ void ArrayCore::release_all() noexcept {
   device_writer_.reset();
   device_users_.clear();
   size_ = capacity_ = host_valid_begin_ = device_valid_end_ = 0;
+  unwritten_ = false;
   if (view_slot_ != 0) {
     release_view_slot(view_slot_);
     view_slot_ = 0;

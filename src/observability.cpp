@@ -132,13 +132,16 @@ bool trace_enabled() noexcept { return trace_sink() != nullptr; }
 
 namespace detail {
 void trace_migration(const char* direction, std::uint64_t bytes, const char* reason,
-                     const void* array, const smartarray::source_location& where) {
+                     std::uint64_t array_id, const char* label,
+                     const smartarray::source_location& where) {
   std::FILE* sink = trace_sink();
   if (sink == nullptr) return;
   static std::mutex mutex;
   std::lock_guard lock(mutex);
-  std::fprintf(sink, "smartarray: %s %llu B array %p (%s) at %s:%u\n", direction,
-               static_cast<unsigned long long>(bytes), array, reason, where.file_name(),
+  std::fprintf(sink, "smartarray: %s %llu B array #%llu%s%s%s (%s) at %s:%u\n", direction,
+               static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(array_id),
+               label != nullptr ? " \"" : "", label != nullptr ? label : "",
+               label != nullptr ? "\"" : "", reason, where.file_name(),
                static_cast<unsigned>(where.line()));
   std::fflush(sink);
 }

@@ -15,7 +15,7 @@ namespace {
 struct Slot {
   std::atomic<std::uint64_t> generation{1};
   std::atomic<ViewChange> last_change{ViewChange::none};
-  /// The array's number in messages: unique over the process, unlike the slot.
+  /// The array's number in messages (ArrayCore::id): unique over the process, unlike the slot.
   std::atomic<std::uint64_t> array_number{0};
   /// The generation at which the current array took the slot: older views are of an earlier,
   /// destroyed array.
@@ -31,7 +31,6 @@ struct Registry {
   std::mutex mutex;
   std::deque<std::uint32_t> free_slots;
   std::uint32_t next_slot = 1;
-  std::uint64_t next_array_number = 1;
 };
 
 Registry& registry() {
@@ -56,7 +55,7 @@ const char* to_words(ViewChange why) noexcept {
 
 }  // namespace
 
-std::uint32_t acquire_view_slot() {
+std::uint32_t acquire_view_slot(std::uint64_t array_id) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   std::uint32_t slot = 0;
@@ -77,7 +76,7 @@ std::uint32_t acquire_view_slot() {
   s.first_generation.store(s.generation.fetch_add(1, std::memory_order_relaxed) + 1,
                           std::memory_order_relaxed);
   s.last_change.store(ViewChange::none, std::memory_order_relaxed);
-  s.array_number.store(r.next_array_number++, std::memory_order_relaxed);
+  s.array_number.store(array_id, std::memory_order_relaxed);
   return slot;
 }
 
@@ -91,11 +90,6 @@ void release_view_slot(std::uint32_t slot) noexcept {
 ViewStamp view_stamp(std::uint32_t slot) noexcept {
   if (slot == 0) return {};
   return {slot, slot_at(slot).generation.load(std::memory_order_relaxed)};
-}
-
-std::uint64_t view_array_number(std::uint32_t slot) noexcept {
-  if (slot == 0) return 0;
-  return slot_at(slot).array_number.load(std::memory_order_relaxed);
 }
 
 void note_view_change(std::uint32_t slot, ViewChange why) noexcept {

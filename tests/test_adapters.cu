@@ -9,13 +9,16 @@
 
 #include <smartarray/smartarray.hpp>
 
-#include <cuda/functional>
 #include <gtest/gtest.h>
+
+#include <cuda/std/functional>
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -138,6 +141,7 @@ __global__ void shaped_kernel(sa::ShapedView<const float, 2> in,
   if (sa::test::on_host_backend()) GTEST_SKIP() << "a raw __global__ kernel needs the cuda backend"
 
 smartarray::source_location where_of(const sa::GridDim& grid) { return grid.where(); }
+smartarray::source_location where_of(const sa::StreamAt& stream) { return stream.where(); }
 
 std::vector<float> added(const std::vector<float>& a, const std::vector<float>& b) {
   std::vector<float> out(a.size());
@@ -300,12 +304,71 @@ TEST(Map, SizeMismatchThrowsAndAcquiresNothing) {
   }
 }
 
+TEST(Map, ResultTakesNoHostMemoryUntilTheHostReadsIt) {
+  sa::Stream stream;
+  const auto va = random_values<float>(n);
+  const auto vb = random_values<float>(n);
+  const SmartArray<float> a(va), b(vb);
+  (void)a.device_view(stream);
+  (void)b.device_view(stream);
+  const sa::MemoryStats host_before = sa::default_pinned_resource().stats();
+  SmartArray<float> c;
+  {
+    // Inputs already on the device, the result written there with discard intent: no copy, and
+    // no host buffer allocated or written.
+    sa::ExpectTransfers expect({});
+    c = sa::map(Add{}, a, b, stream);
+  }
+  EXPECT_EQ(sa::default_pinned_resource().stats().total_count, host_before.total_count);
+  EXPECT_EQ(sa::default_pinned_resource().stats().current_bytes, host_before.current_bytes);
+  EXPECT_EQ(c.capacity(), n);
+  {
+    sa::ExpectTransfers expect({.d2h = 1, .d2h_bytes = n * sizeof(float)});
+    EXPECT_EQ(host_copy(c), added(va, vb));
+  }
+  EXPECT_EQ(sa::default_pinned_resource().stats().total_count, host_before.total_count + 1);
+}
+
+TEST(Map, ResultIsAnArrayLikeAnyOther) {
+  const auto va = random_values<float>(n);
+  SmartArray<float> a(va);
+  SmartArray<float> c = sa::map(TwicePlusOne{}, a);
+  // Written on the host before it was ever read there: nothing comes back.
+  {
+    sa::ExpectTransfers expect({});
+    c.assign(va.begin(), va.end());
+  }
+  EXPECT_TRUE(c.is_valid(sa::Side::host));
+  EXPECT_FALSE(c.is_valid(sa::Side::device));
+  c = sa::map(TwicePlusOne{}, a);
+  {
+    // An append to the device-valid result: the host copy is made for the tail only.
+    sa::ExpectTransfers expect({});
+    c.push_back(1.5F);
+  }
+  auto expected = sa::test::scaled(va);
+  expected.push_back(1.5F);
+  {
+    sa::ExpectTransfers expect({.d2h = 1, .d2h_bytes = n * sizeof(float)});
+    EXPECT_EQ(host_copy(c), expected);
+  }
+}
+
 // --- launch: access intents from the kernel's parameter types ----------------------------------
 
 TEST(Launch, TheGridArgumentRecordsTheCallSiteForTheTrace) {
   const auto where = where_of(8);
   EXPECT_EQ(where.line(), static_cast<std::uint_least32_t>(__LINE__ - 1));
   EXPECT_NE(std::string(where.file_name()).find("test_adapters.cu"), std::string::npos);
+}
+
+TEST(Launch, TheStreamArgumentOfBindKernelArgsRecordsTheCallSite) {
+  const sa::Stream stream;
+  for (const auto& where : {where_of(stream), where_of(stream.ref()), where_of({})}) {
+    EXPECT_EQ(where.line(), static_cast<std::uint_least32_t>(__LINE__ - 1));
+    EXPECT_NE(std::string(where.file_name()).find("test_adapters.cu"), std::string::npos);
+  }
+  EXPECT_EQ(sa::StreamAt(stream).stream(), stream.ref());
 }
 
 TEST(Launch, BindKernelArgsTakesEachAccessFromTheParameterType) {
@@ -478,12 +541,12 @@ TEST(Reduce, ReturnsTheValueWithoutCopyingTheArrayBack) {
   EXPECT_EQ(wide.transfer_stats().d2h_count, 0U);
   {
     sa::ExpectTransfers expect({.h2d = 1, .d2h = 1, .d2h_bytes = sizeof(int)});
-    EXPECT_EQ(sa::reduce(a, 0, cuda::maximum<int>{}),
+    EXPECT_EQ(sa::reduce(a, 0, sa::test::Maximum<int>{}),
               *std::max_element(values.begin(), values.end()));
   }
   {
     sa::ExpectTransfers expect({.h2d = 0, .d2h = 1, .d2h_bytes = sizeof(int)});
-    EXPECT_EQ(sa::reduce(a, std::numeric_limits<int>::max(), cuda::minimum<int>{}),
+    EXPECT_EQ(sa::reduce(a, std::numeric_limits<int>::max(), sa::test::Minimum<int>{}),
               *std::min_element(values.begin(), values.end()));
   }
   EXPECT_EQ(a.transfer_stats().d2h_count, 0U);
@@ -506,7 +569,7 @@ TEST(Reduce, OfADeviceWrittenArrayCopiesNothingButTheResult) {
   sa::test::scale_on_device(a);
   const auto scaled = sa::test::scaled(values);
   sa::ExpectTransfers expect({.h2d = 0, .d2h = 1, .d2h_bytes = sizeof(float)});
-  EXPECT_EQ(sa::reduce(a, -1e30F, cuda::maximum<float>{}, stream),
+  EXPECT_EQ(sa::reduce(a, -1e30F, sa::test::Maximum<float>{}, stream),
             *std::max_element(scaled.begin(), scaled.end()));
   EXPECT_FALSE(a.is_valid(sa::Side::host));
 }
@@ -517,10 +580,45 @@ TEST(Reduce, AsyncLeavesTheResultOnTheDevice) {
   SmartArray<int> result;
   {
     sa::ExpectTransfers expect({.h2d = 1, .d2h = 0});
-    result = sa::reduce_async(a, 0, cuda::maximum<int>{});
+    result = sa::reduce_async(a, 0, sa::test::Maximum<int>{});
   }
   EXPECT_FALSE(result.is_valid(sa::Side::host));
   EXPECT_EQ(std::as_const(result)[0], *std::max_element(values.begin(), values.end()));
+}
+
+TEST(Reduce, AsyncResultTakesNoHostMemoryUntilRead) {
+  const auto values = random_values<int>(n);
+  const SmartArray<int> a(values);
+  (void)a.device_view();
+  const sa::MemoryStats host_before = sa::default_pinned_resource().stats();
+  SmartArray<int> result;
+  {
+    sa::ExpectTransfers expect({});
+    result = sa::reduce_async(a, 0, sa::test::Maximum<int>{});
+  }
+  EXPECT_EQ(sa::default_pinned_resource().stats().total_count, host_before.total_count);
+  {
+    sa::ExpectTransfers expect({.d2h = 1, .d2h_bytes = sizeof(int)});
+    EXPECT_EQ(std::as_const(result)[0], *std::max_element(values.begin(), values.end()));
+  }
+  EXPECT_EQ(sa::default_pinned_resource().stats().total_count, host_before.total_count + 1);
+}
+
+TEST(Reduce, AsyncInputMayBeDestroyedBeforeTheResultIsRead) {
+  const auto values = random_values<int>(n);
+  const int expected = *std::max_element(values.begin(), values.end());
+  sa::Stream stream;
+  auto a = std::make_optional<SmartArray<int>>(values);
+  std::promise<void> release = sa::test::gate(stream);  // the reduction runs after the destruction
+  SmartArray<int> result;
+  {
+    sa::ExpectTransfers expect({.h2d = 1});
+    result = sa::reduce_async(*a, 0, sa::test::Maximum<int>{}, stream);
+    a.reset();
+  }
+  release.set_value();
+  sa::ExpectTransfers expect({.d2h = 1, .d2h_bytes = sizeof(int)});
+  EXPECT_EQ(std::as_const(result)[0], expected);
 }
 
 TEST(Reduce, OfAnEmptyArrayIsInitAndTouchesNothing) {

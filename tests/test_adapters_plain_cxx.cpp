@@ -10,7 +10,9 @@
 
 #include <cstddef>
 #include <functional>
+#include <iterator>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace sa = smartarray;
@@ -31,6 +33,14 @@ std::vector<T> host_copy(const SmartArray<T>& a) {
   const auto view = a.host_view();
   return {view.begin(), view.end()};
 }
+
+/// Constant-initialized in a plain C++ file too: the default constructor is constexpr there.
+#if defined(__cpp_lib_constexpr_vector)  // libstdc++ 11: see SMARTARRAY_CONSTEXPR_EMPTY
+constinit
+#endif
+SmartArray<float> constant_initialized;
+static_assert(std::is_nothrow_default_constructible_v<SmartArray<float>>);
+static_assert(std::contiguous_iterator<SmartArray<float>::iterator>);
 
 /// A kernel's host-side signature: binding works without nvcc; launching needs the kernel's
 /// definition from a file that nvcc compiled, so this one is never launched.
@@ -73,6 +83,20 @@ TEST(PlainCxx, CopyAndArgumentBindingNeedNoKernel) {
   EXPECT_EQ(scale, 2.0F);
   const auto m = sa::reshape(dst.host_view(Access::read), sa::f_order, 30, 100);
   EXPECT_EQ(m(1, 2), values[2 * 30 + 1]);
+}
+
+TEST(PlainCxx, VectorConformanceHoldsWithoutNvcc) {
+  const auto values = random_values<float>(n);
+  {
+    const sa::ExpectTransfers expect({});
+    constant_initialized.assign(values.begin(), values.end());
+    EXPECT_EQ(*--constant_initialized.end(), values.back());
+    EXPECT_EQ(*++std::as_const(constant_initialized).begin(), values[1]);
+    const SmartArray<float> copy(constant_initialized, constant_initialized.get_allocator());
+    EXPECT_EQ(host_copy(copy), values);
+  }
+  constant_initialized.clear();
+  constant_initialized.shrink_to_fit();
 }
 
 TEST(PlainCxx, OnTheCudaBackendKernelAdaptersAskForNvcc) {

@@ -1,5 +1,6 @@
 // Misuse detection (debug builds): device views used after their array was resized, given a new
-// device buffer, written on the host or destroyed. Each case shows its error, which names the
+// device buffer, written on the host or destroyed; element access out of range (a moved-from array
+// included); reads of a no_init array before any write. Each case shows its error, which names the
 // array, the operation and what happened; the correct uses next to each misuse do not throw.
 //
 // This binary checks whatever the build type: the view checks are inline code of the headers, so
@@ -8,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <future>
 #include <optional>
 #include <smartarray/smartarray.hpp>
 #include <string>
@@ -174,5 +177,82 @@ TEST_F(StaleHostGuard, TakingTheHostCopyAgainIsCorrectAndUnguarded) {
     a.shrink_to_fit();
     EXPECT_EQ(a.size(), 10U);
     scale_on_device(a);
+  }
+}
+
+// Element access out of range, a moved-from array included: debug builds throw, naming the array,
+// the index and the call, where an unchecked build would read outside the host copy.
+TEST(ElementChecks, IndexingAMovedFromArrayNamesTheArrayAndTheIndex) {
+  const auto values = random_values<float>(100);
+  SmartArray<float> a(values);
+  SmartArray<float> b(std::move(a));
+  a.set_label("weights");  // NOLINT(bugprone-use-after-move): a moved-from array can be named
+  const sa::ExpectTransfers expect({});
+  const std::string array = "SmartArray #" + std::to_string(a.id()) + " \"weights\"";
+  const int line = __LINE__ + 1;
+  expect_misuse([&] { (void)a[5]; },  // NOLINT(bugprone-use-after-move): the misuse under test
+                {array, "operator[](5)", "test_misuse.cu:" + std::to_string(line),
+                 "out of range for size 0", "moved-from"});
+  expect_misuse([&] { (void)std::as_const(a)[0]; }, {array, "operator[](0)"});
+  expect_misuse([&] { (void)a.front(); }, {array, "front()", "size 0"});
+  expect_misuse([&] { (void)std::as_const(a).back(); }, {array, "back()", "size 0"});
+  expect_misuse([&] { (void)b[100]; }, {"SmartArray #" + std::to_string(b.id()),
+                                        "operator[](100)", "out of range for size 100"});
+  // In range, nothing throws.
+  EXPECT_EQ(b[99], values[99]);
+  EXPECT_EQ(std::as_const(b).front(), values[0]);
+  EXPECT_EQ(b.back(), values[99]);
+}
+
+// A no_init array is valid nowhere until written: a read before any write throws in debug builds,
+// naming the array and the call, and changes nothing; a write on either side is fine.
+TEST(NoInitChecks, ReadingBeforeAnyWriteThrowsAndWritingDoesNot) {
+  constexpr std::size_t n = 1000;
+  SmartArray<float> a(n, sa::no_init);
+  a.set_label("scratch");
+  {
+    const sa::ExpectTransfers expect({});
+    const int line = __LINE__ + 1;
+    expect_misuse([&] { (void)std::as_const(a)[3]; },
+                  {"SmartArray #" + std::to_string(a.id()) + " \"scratch\"", "no_init",
+                   "host read at", "test_misuse.cu:" + std::to_string(line)});
+    expect_misuse([&] { (void)std::as_const(a).device_view(); }, {"no_init", "device read"});
+    std::vector<float> out(n);
+    expect_misuse([&] { a.copy_to(out); }, {"no_init", "copy_to_host"});
+    expect_misuse([&] { (void)(a == a); }, {"no_init", "host read"});
+    EXPECT_FALSE(a.is_valid(sa::Side::host));
+    EXPECT_FALSE(a.is_valid(sa::Side::device));
+  }
+  const float value = random_value<float>();
+  {
+    const sa::ExpectTransfers expect({});
+    fill_on_device(a, value);  // a device write with discard intent copies nothing
+  }
+  {
+    const sa::ExpectTransfers expect({.d2h = 1});
+    EXPECT_EQ(std::as_const(a)[3], value);
+  }
+  SmartArray<float> b(n, sa::no_init);
+  b[0] = value;  // a non-const access is a host write
+  EXPECT_EQ(std::as_const(b)[0], value);
+}
+
+// reduce_async queues work that reads the array later: the array may be destroyed first. Debug
+// builds once terminated here, from a checked view of the destroyed array inside the queued work.
+TEST(AsyncLifetime, ReduceAsyncOfAnArrayDestroyedBeforeTheResultIsReadIsCorrect) {
+  const auto values = random_values<int>(4096);
+  const int expected = *std::max_element(values.begin(), values.end());
+  for (int run = 0; run < 20; ++run) {
+    sa::Stream stream;
+    auto a = std::make_optional<SmartArray<int>>(values);
+    (void)std::as_const(*a).device_view(stream);
+    std::promise<void> release = gate(stream);  // the reduction waits behind this
+    SmartArray<int> result = sa::reduce_async(*a, 0, sa::test::Maximum<int>{}, stream);
+    a.reset();
+    release.set_value();
+    {
+      const sa::ExpectTransfers expect({.d2h = 1, .d2h_bytes = sizeof(int)});
+      EXPECT_EQ(std::as_const(result)[0], expected) << "run " << run;
+    }
   }
 }

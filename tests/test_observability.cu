@@ -1,8 +1,12 @@
-// Counters, the ExpectTransfers guard and the migration trace.
+// Counters, the ExpectTransfers guard and the migration trace: each line names the array by its
+// number and label, and the line of the user's call that caused the copy, whatever the call.
 #include "support/test_support.hpp"
+
+#include "support/device_ops.cuh"
 
 #include <smartarray/smartarray.hpp>
 
+#include <cuda/std/functional>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace sa = smartarray;
 using sa::Access;
@@ -29,6 +34,38 @@ std::string read_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+struct Add {
+  SMARTARRAY_HOST_DEVICE float operator()(float x, float y) const { return x + y; }
+};
+
+/// The trace lines written since `start` (a length of the trace file).
+std::vector<std::string> trace_lines_since(std::size_t start) {
+  std::istringstream text(read_file(trace_path).substr(start));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(text, line);) lines.push_back(line);
+  return lines;
+}
+
+/// The number of trace lines since `start` that name this file's `line` and contain `part`.
+std::size_t lines_at(std::size_t start, int line, const std::string& part) {
+  const std::string site = "test_observability.cu:" + std::to_string(line);
+  std::size_t count = 0;
+  for (const std::string& text : trace_lines_since(start)) {
+    const std::size_t at = text.rfind(site);
+    if (at != std::string::npos && at + site.size() == text.size() &&
+        text.find(part) != std::string::npos) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+/// "array #<id>", as the trace names `a`.
+template <typename T>
+std::string named(const SmartArray<T>& a) {
+  return "array #" + std::to_string(a.id()) + " ";
 }
 }  // namespace
 
@@ -85,4 +122,120 @@ TEST(Observability, ExpectTransfersOnOneArrayIgnoresOthers) {
   (void)std::as_const(a).device_view();
   (void)std::as_const(b).device_view();
   EXPECT_EQ(expect.mismatch(), "");
+}
+
+TEST(Observability, TraceNamesTheCallersLineForAdapters) {
+  const std::size_t start = read_file(trace_path).size();
+  const auto va = sa::test::random_values<float>(256);
+  const auto vb = sa::test::random_values<float>(256);
+  const SmartArray<float> a(va), b(vb);
+  SmartArray<float> c(256);
+  const int transform_line = __LINE__ + 1;
+  sa::transform(sa::out(c), Add{}, a, b);
+  EXPECT_EQ(lines_at(start, transform_line, named(a) + "(device access of a stale copy)"), 1U);
+  EXPECT_EQ(lines_at(start, transform_line, named(b) + "(device access of a stale copy)"), 1U);
+  const SmartArray<float> d(va), e(vb);
+  const int map_line = __LINE__ + 1;
+  const SmartArray<float> m = sa::map(Add{}, d, e);
+  EXPECT_EQ(lines_at(start, map_line, "H2D 1024 B"), 2U);
+  const int read_line = __LINE__ + 1;
+  EXPECT_EQ(std::as_const(m)[0], va[0] + vb[0]);
+  EXPECT_EQ(lines_at(start, read_line, named(m) + "(host read of a stale copy)"), 1U);
+  const SmartArray<float> f(va);
+  const int reduce_line = __LINE__ + 1;
+  (void)sa::reduce(f, 0.0F, cuda::std::plus<float>{});
+  EXPECT_EQ(lines_at(start, reduce_line, "H2D 1024 B " + named(f)), 1U);
+  for (const std::string& line : trace_lines_since(start)) {
+    EXPECT_EQ(line.find(".hpp:"), std::string::npos) << line;
+  }
+}
+
+TEST(Observability, TraceNamesTheCallersLineForElementAccessAndVectorOperations) {
+  const std::size_t start = read_file(trace_path).size();
+  const auto values = sa::test::random_values<float>(64);
+  SmartArray<float> a(values);
+  const auto stale = [&] { sa::test::scale_on_device(a); };  // the host copy goes stale
+  std::vector<int> lines;
+  stale();
+  lines.push_back(__LINE__ + 1);
+  (void)std::as_const(a)[3];
+  stale();
+  lines.push_back(__LINE__ + 1);
+  a[3] = 1.5F;
+  stale();
+  lines.push_back(__LINE__ + 1);
+  (void)a.at(2);
+  stale();
+  lines.push_back(__LINE__ + 1);
+  (void)std::as_const(a).front();
+  stale();
+  lines.push_back(__LINE__ + 1);
+  (void)a.back();
+  stale();
+  lines.push_back(__LINE__ + 1);
+  for (const float x : std::as_const(a)) (void)x;
+  stale();
+  lines.push_back(__LINE__ + 1);
+  (void)a.data();
+  stale();
+  lines.push_back(__LINE__ + 1);
+  a.insert(a.cbegin() + 1, 2.5F);
+  stale();
+  lines.push_back(__LINE__ + 1);
+  a.emplace(a.cbegin() + 1, 3.5F);
+  stale();
+  lines.push_back(__LINE__ + 1);
+  a.erase(a.cbegin() + 1);
+  stale();
+  const SmartArray<float> other(std::vector<float>(a.size(), 1.0F));  // == of equal sizes reads
+  lines.push_back(__LINE__ + 1);
+  (void)(a == other);
+  stale();
+  lines.push_back(__LINE__ + 1);
+  (void)(a < other);
+  stale();
+  lines.push_back(__LINE__ + 1);
+  (void)erase_if(a, [](float x) { return x < 0; });
+  stale();
+  lines.push_back(__LINE__ + 1);
+  (void)sa::copy_to_host(a);
+  for (const int line : lines) {
+    EXPECT_EQ(lines_at(start, line, "D2H "), 1U) << "no trace line names line " << line;
+  }
+  for (const std::string& line : trace_lines_since(start)) {
+    EXPECT_EQ(line.find(".hpp:"), std::string::npos) << line;
+  }
+}
+
+TEST(Observability, TraceNamesArraysByNumberAndLabelNotByAddress) {
+  const std::size_t start = read_file(trace_path).size();
+  SmartArray<double> weights(sa::test::random_values<double>(100));
+  weights.set_label("weights");
+  EXPECT_EQ(weights.label(), "weights");
+  const std::uint64_t id = weights.id();
+  EXPECT_NE(id, 0U);
+  EXPECT_EQ(weights.id(), id);  // stable
+  const int line = __LINE__ + 1;
+  (void)std::as_const(weights).device_view();
+  EXPECT_EQ(lines_at(start, line,
+                     "H2D 800 B array #" + std::to_string(id) + " \"weights\" (device access"),
+            1U);
+  // The number and the label stay with the object; a copy is a new array with a number of its own.
+  SmartArray<double> other(weights);
+  EXPECT_NE(other.id(), id);
+  EXPECT_EQ(other.label(), "");
+  weights.swap(other);
+  EXPECT_EQ(weights.id(), id);
+  EXPECT_EQ(weights.label(), "weights");
+  const SmartArray<double> taken(std::move(weights));  // the label goes with the value
+  EXPECT_EQ(taken.label(), "weights");
+  EXPECT_NE(taken.id(), id);
+  EXPECT_EQ(weights.label(), "");  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(weights.id(), id);
+  weights.set_label("w");
+  weights.set_label("");
+  EXPECT_EQ(weights.label(), "");
+  for (const std::string& text : trace_lines_since(start)) {
+    EXPECT_EQ(text.find("0x"), std::string::npos) << text;
+  }
 }

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <compare>
+#include <cstddef>
 #include <iomanip>
 #include <iterator>
 #include <limits>
@@ -18,6 +19,7 @@
 #include <random>
 #include <ranges>
 #include <smartarray/smartarray.hpp>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -91,10 +93,17 @@ TEST(VectorApi, MemberTypesMatchStdVector) {
   static_assert(std::is_same_v<A::const_reference, const double&>);
   static_assert(std::is_same_v<A::pointer, double*>);
   static_assert(std::is_same_v<A::const_pointer, const double*>);
-  static_assert(std::is_same_v<A::iterator, double*>);
-  static_assert(std::is_same_v<A::const_iterator, const double*>);
-  static_assert(std::is_same_v<A::reverse_iterator, std::reverse_iterator<double*>>);
-  static_assert(std::is_same_v<A::const_reverse_iterator, std::reverse_iterator<const double*>>);
+  static_assert(std::is_same_v<A::allocator_type, sa::Allocator<double>>);
+  static_assert(std::is_same_v<A::iterator, sa::HostIterator<double>>);
+  static_assert(std::is_same_v<A::const_iterator, sa::HostIterator<const double>>);
+  static_assert(std::contiguous_iterator<A::iterator>);
+  static_assert(std::contiguous_iterator<A::const_iterator>);
+  static_assert(std::is_convertible_v<A::iterator, A::const_iterator>);
+  static_assert(!std::is_convertible_v<A::const_iterator, A::iterator>);
+  static_assert(!std::is_convertible_v<A::iterator, double*>);
+  static_assert(std::is_same_v<A::reverse_iterator, std::reverse_iterator<A::iterator>>);
+  static_assert(
+      std::is_same_v<A::const_reverse_iterator, std::reverse_iterator<A::const_iterator>>);
   static_assert(std::ranges::contiguous_range<A>);
   static_assert(std::ranges::sized_range<A>);
   static_assert(std::ranges::contiguous_range<const A>);
@@ -748,11 +757,11 @@ TEST(VectorResidency, InsertThroughAPositionTakenBeforeADeviceWriteCopiesTheHost
   for (const bool full : {false, true}) {
     SmartArray<float> a(values);
     if (!full) a.reserve(2 * n);
-    const float* base = a.cbegin();
+    SmartArray<float>::const_iterator base = a.cbegin();
     scale_on_device(a);
     {
       const sa::ExpectTransfers expect({.d2h = 1, .d2h_bytes = n * sizeof(float)});
-      const float* it = a.insert(base + 7, {1.5F, 2.5F});
+      const auto it = a.insert(base + 7, {1.5F, 2.5F});
       EXPECT_EQ(it[1], 2.5F);
     }
     auto expected = scaled(values);
@@ -777,7 +786,7 @@ TEST(VectorResidency, AppendWhileTheHostIsStaleThenInsertInTheMiddle) {
   const auto values = random_values<float>(n);
   SmartArray<float> a(values);
   a.reserve(2 * n);
-  const float* base = a.cbegin();
+  const SmartArray<float>::const_iterator base = a.cbegin();
   scale_on_device(a);
   a.push_back(3.5F);
   {
@@ -1003,7 +1012,7 @@ TEST(VectorBadInput, InjectedCopyFailureDuringAMiddleInsertLeavesTheArrayUnchang
   const sa::test::ClearFaults clear;
   const auto values = random_values<float>(n);
   SmartArray<float> a(values);
-  const float* base = a.cbegin();
+  const SmartArray<float>::const_iterator base = a.cbegin();
   scale_on_device(a);
   sa::testing::inject_failure(sa::testing::Fault::copy, 1);
   EXPECT_THROW(a.insert(base + 3, 1.5F), sa::cuda_error);
@@ -1028,4 +1037,103 @@ TEST(VectorBadInput, DefaultHostStorageFallsBackToPageableMemory) {
   EXPECT_EQ(host_copy(a), expected);
   scale_on_device(a);
   EXPECT_EQ(host_copy(a), scaled(expected));
+}
+
+TEST(VectorBadInput, AHostArrayLargerThanMemoryThrowsOutOfMemoryNamingTheBytes) {
+  // Neither pinned nor pageable memory can hold 1 TiB: the error names the bytes and the host,
+  // as a device allocation's does, and nothing is left allocated.
+  constexpr std::size_t tebibyte = std::size_t{1} << 40;
+  const sa::MemoryStats before = sa::default_pinned_resource().stats();
+  const sa::ExpectTransfers expect({});
+  for (const auto mode : {sa::MemoryMode::explicit_copy, sa::MemoryMode::pageable}) {
+    try {
+      const SmartArray<std::byte> huge(tebibyte, sa::ArrayOptions{.mode = mode});
+      ADD_FAILURE() << "expected out_of_memory, got " << huge.size() << " bytes";
+    } catch (const sa::out_of_memory& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find("host allocation of 1099511627776 bytes"), std::string::npos)
+          << message;
+      EXPECT_NE(message.find("pageable memory"), std::string::npos) << message;
+    }
+  }
+  EXPECT_EQ(sa::default_pinned_resource().stats().current_bytes, before.current_bytes);
+  // The array that would have fallen back still works at a size that fits.
+  const auto values = random_values<float>(n);
+  EXPECT_EQ(host_copy(SmartArray<float>(values)), values);
+}
+
+// --- no_init ----------------------------------------------------------------------------------
+
+TEST(VectorNoInit, TakesNoMemoryAndIsValidNowhere) {
+  const sa::MemoryStats host_before = sa::default_pinned_resource().stats();
+  const sa::MemoryStats device_before = sa::default_device_resource().stats();
+  const sa::ExpectTransfers expect({});
+  const SmartArray<float> a(n, sa::no_init);
+  EXPECT_EQ(a.size(), n);
+  EXPECT_EQ(a.capacity(), n);
+  EXPECT_FALSE(a.is_valid(Side::host));
+  EXPECT_FALSE(a.is_valid(Side::device));
+  const SmartArray<float> copy(a);  // a copy of nothing written holds nothing either
+  EXPECT_EQ(copy.size(), n);
+  EXPECT_FALSE(copy.is_valid(Side::host));
+  EXPECT_EQ(sa::default_pinned_resource().stats().total_count, host_before.total_count);
+  EXPECT_EQ(sa::default_device_resource().stats().total_count, device_before.total_count);
+  EXPECT_THROW((void)SmartArray<float>(SmartArray<float>::max_size() + 1, sa::no_init),
+               std::length_error);
+}
+
+TEST(VectorNoInit, DeviceWritesCopyNothingAndTakeNoHostMemory) {
+  const float value = random_value<float>();
+  for (const Access access : {Access::discard, Access::read_write}) {
+    SmartArray<float> a(n, sa::no_init);
+    const sa::MemoryStats host_before = sa::default_pinned_resource().stats();
+    {
+      const sa::ExpectTransfers expect({});
+      sa::test::fill_view(a.device_view(access), value);
+    }
+    EXPECT_EQ(sa::default_pinned_resource().stats().total_count, host_before.total_count);
+    EXPECT_TRUE(a.is_valid(Side::device));
+    EXPECT_FALSE(a.is_valid(Side::host));
+    {
+      const sa::ExpectTransfers expect({.d2h = 1, .d2h_bytes = n * sizeof(float)});
+      EXPECT_EQ(host_copy(a), std::vector<float>(n, value));
+    }
+  }
+}
+
+TEST(VectorNoInit, HostWritesCopyNothingAndTakeNoDeviceMemory) {
+  const auto values = random_values<float>(n);
+  const sa::MemoryStats device_before = sa::default_device_resource().stats();
+  SmartArray<float> a(n, sa::no_init);
+  SmartArray<float> b(n, sa::no_init);
+  SmartArray<float> c(n, sa::no_init);
+  {
+    const sa::ExpectTransfers expect({});
+    for (std::size_t i = 0; i < n; ++i) a[i] = values[i];  // non-const access: a host write
+    const std::span<float> all = b.host_view(Access::discard);
+    std::copy(values.begin(), values.end(), all.begin());
+    c.assign(values.begin(), values.end());
+  }
+  EXPECT_EQ(sa::default_device_resource().stats().total_count, device_before.total_count);
+  for (const SmartArray<float>* array : {&a, &b, &c}) {
+    EXPECT_TRUE(array->is_valid(Side::host));
+    EXPECT_FALSE(array->is_valid(Side::device));
+    const sa::ExpectTransfers expect({.h2d = 1});
+    EXPECT_EQ(host_copy(*array), values);
+    (void)array->device_view();
+  }
+}
+
+TEST(VectorNoInit, AppendsAfterTheUnwrittenElementsAreValidOnTheHost) {
+  SmartArray<float> a(n, sa::no_init);
+  const float value = random_value<float>();
+  {
+    const sa::ExpectTransfers expect({});
+    a.push_back(value);
+  }
+  EXPECT_EQ(a.size(), n + 1);
+  EXPECT_EQ(std::as_const(a).back(), value);
+  a.clear();
+  EXPECT_TRUE(a.is_valid(Side::host));
+  EXPECT_TRUE(a.is_valid(Side::device));
 }

@@ -39,11 +39,13 @@ namespace differential {
 using T = std::uint32_t;
 
 using InputIterator = sa::test::InputIterator<T>;
+using ConstIterator = SmartArray<T>::const_iterator;
 
 }  // namespace differential
 
 namespace {
 
+using differential::ConstIterator;
 using differential::InputIterator;
 using differential::T;
 
@@ -172,12 +174,12 @@ class Differential {
   // --- checks -----------------------------------------------------------------------------------
 
   /// An iterator returned by insert or erase points at `index` and holds the model's value there.
-  void check_iterator(Slot& s, const T* it, std::size_t index) {
+  void check_iterator(Slot& s, ConstIterator it, std::size_t index) {
     if (index < s.model.size() && *it != s.model[index]) {
       fail(s, "the returned iterator's value differs from the model's at " + std::to_string(index));
     }
     // Where the host copy is whole, its address can be taken without a transfer.
-    if (s.host_begin == 0 && it != std::as_const(s.array).data() + index) {
+    if (s.host_begin == 0 && std::to_address(it) != std::as_const(s.array).data() + index) {
       fail(s, "the returned iterator is not at index " + std::to_string(index));
     }
   }
@@ -281,7 +283,7 @@ class Differential {
         const T v = value();
         note(x, ".insert(cbegin() + " + std::to_string(k) + ", v)");
         read_host(x);
-        const T* it = x.array.insert(x.array.cbegin() + k, v);
+        const ConstIterator it = x.array.insert(x.array.cbegin() + k, v);
         insert_model(x, k, {v});
         check_iterator(x, it, k);
         break;
@@ -291,7 +293,7 @@ class Differential {
         note(x, ".insert(begin() + " + std::to_string(k) + ", &&)");
         write_host(x);
         insert_model(x, k, {v});
-        const T* it = x.array.insert(x.array.begin() + k, std::move(v));
+        const ConstIterator it = x.array.insert(x.array.begin() + k, std::move(v));
         check_iterator(x, it, k);
         break;
       }
@@ -299,7 +301,7 @@ class Differential {
         const T v = value();
         note(x, ".insert(cend(), v)");
         read_host(x);
-        const T* it = x.array.insert(x.array.cend(), v);
+        const ConstIterator it = x.array.insert(x.array.cend(), v);
         insert_model(x, n, {v});
         check_iterator(x, it, n);
         break;
@@ -308,7 +310,7 @@ class Differential {
         const T v = value();
         note(x, ".insert(end(), v)");
         write_host(x);
-        const T* it = x.array.insert(x.array.end(), v);
+        const ConstIterator it = x.array.insert(x.array.end(), v);
         insert_model(x, n, {v});
         check_iterator(x, it, n);
         break;
@@ -318,7 +320,7 @@ class Differential {
         const T v = value();
         note(x, ".insert(cbegin() + " + std::to_string(k) + ", " + std::to_string(count) + ", v)");
         read_host(x);
-        const T* it = x.array.insert(x.array.cbegin() + k, count, v);
+        const ConstIterator it = x.array.insert(x.array.cbegin() + k, count, v);
         insert_model(x, k, std::vector<T>(count, v));
         check_iterator(x, it, k);
         break;
@@ -328,7 +330,7 @@ class Differential {
         note(x, ".insert(cbegin() + " + std::to_string(k) + ", vector range of " +
                     std::to_string(range.size()) + ")");
         read_host(x);
-        const T* it = x.array.insert(x.array.cbegin() + k, range.begin(), range.end());
+        const ConstIterator it = x.array.insert(x.array.cbegin() + k, range.begin(), range.end());
         insert_model(x, k, range);
         check_iterator(x, it, k);
         break;
@@ -339,7 +341,7 @@ class Differential {
         note(x, ".insert(cbegin() + " + std::to_string(k) + ", list range of " +
                     std::to_string(range.size()) + ")");
         read_host(x);
-        const T* it = x.array.insert(x.array.cbegin() + k, list.begin(), list.end());
+        const ConstIterator it = x.array.insert(x.array.cbegin() + k, list.begin(), list.end());
         insert_model(x, k, range);
         check_iterator(x, it, k);
         break;
@@ -349,7 +351,7 @@ class Differential {
         note(x, ".insert(cbegin() + " + std::to_string(k) + ", input range of " +
                     std::to_string(range.size()) + ")");
         read_host(x);
-        const T* it = x.array.insert(x.array.cbegin() + k, InputIterator(range.data()),
+        const ConstIterator it = x.array.insert(x.array.cbegin() + k, InputIterator(range.data()),
                                      InputIterator(range.data() + range.size()));
         insert_model(x, k, range);
         check_iterator(x, it, k);
@@ -363,7 +365,7 @@ class Differential {
         read_host(x);
         const std::vector<T> range(x.model.begin() + static_cast<std::ptrdiff_t>(first),
                                    x.model.begin() + static_cast<std::ptrdiff_t>(last));
-        const T* it =
+        const ConstIterator it =
             x.array.insert(x.array.cbegin() + k, x.array.cbegin() + first, x.array.cbegin() + last);
         insert_model(x, k, range);
         check_iterator(x, it, k);
@@ -373,7 +375,7 @@ class Differential {
         const T v = value(), w = value();
         note(x, ".insert(cbegin() + " + std::to_string(k) + ", {v, w})");
         read_host(x);
-        const T* it = x.array.insert(x.array.cbegin() + k, {v, w});
+        const ConstIterator it = x.array.insert(x.array.cbegin() + k, {v, w});
         insert_model(x, k, {v, w});
         check_iterator(x, it, k);
         break;
@@ -382,7 +384,7 @@ class Differential {
         const T v = value();
         note(x, ".emplace(cbegin() + " + std::to_string(k) + ", v)");
         read_host(x);
-        const T* it = x.array.emplace(x.array.cbegin() + k, v);
+        const ConstIterator it = x.array.emplace(x.array.cbegin() + k, v);
         insert_model(x, k, {v});
         check_iterator(x, it, k);
         break;
@@ -392,7 +394,7 @@ class Differential {
         const std::size_t at = pick(n);
         note(x, ".erase(cbegin() + " + std::to_string(at) + ")");
         read_host(x);
-        const T* it = x.array.erase(x.array.cbegin() + at);
+        const ConstIterator it = x.array.erase(x.array.cbegin() + at);
         erase_model(x, at, at + 1);
         check_iterator(x, it, at);
         break;
@@ -403,7 +405,7 @@ class Differential {
         note(x, ".erase(cbegin() + " + std::to_string(first) + ", cbegin() + " +
                     std::to_string(last) + ")");
         read_host(x);
-        const T* it = x.array.erase(x.array.cbegin() + first, x.array.cbegin() + last);
+        const ConstIterator it = x.array.erase(x.array.cbegin() + first, x.array.cbegin() + last);
         erase_model(x, first, last);
         check_iterator(x, it, first);
         break;
@@ -413,7 +415,7 @@ class Differential {
         const std::size_t at = pick(n);
         note(x, ".erase(begin() + " + std::to_string(at) + ")");
         write_host(x);
-        const T* it = x.array.erase(x.array.begin() + at);
+        const ConstIterator it = x.array.erase(x.array.begin() + at);
         erase_model(x, at, at + 1);
         check_iterator(x, it, at);
         break;
@@ -422,7 +424,7 @@ class Differential {
         const std::size_t count = pick(std::min<std::size_t>(n, 5) + 1);
         note(x, ".erase(cend() - " + std::to_string(count) + ", cend())");
         read_host(x);
-        const T* it = x.array.erase(x.array.cend() - count, x.array.cend());
+        const ConstIterator it = x.array.erase(x.array.cend() - count, x.array.cend());
         erase_model(x, n - count, n);
         check_iterator(x, it, n - count);
         break;
@@ -660,17 +662,17 @@ class Differential {
                     "device write, index " +
                     std::to_string(at));
         read_host(x);
-        const T* base = x.array.cbegin();
+        const ConstIterator base = x.array.cbegin();
         sa::test::scale_on_device(x.array, stream());
         acquire_device(x, Access::read_write);
         x.model = sa::test::scaled(x.model);
         if (erasing) {
-          const T* it = x.array.erase(base + at);
+          const ConstIterator it = x.array.erase(base + at);
           erase_model(x, at, at + 1);
           check_iterator(x, it, at);
         } else {
           const T v = value();
-          const T* it = x.array.insert(base + at, v);
+          const ConstIterator it = x.array.insert(base + at, v);
           insert_model(x, at, {v});
           check_iterator(x, it, at);
         }

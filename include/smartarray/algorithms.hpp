@@ -19,6 +19,7 @@
 #include <smartarray/detail/runtime.hpp>
 
 #include <cstddef>
+#include <memory>
 #include <type_traits>
 
 namespace smartarray {
@@ -39,7 +40,7 @@ void copy(SmartArray<T>& dst, const SmartArray<T>& src, StreamRef stream = {},
   SMARTARRAY_EXPECTS(dst.size() == src.size(), logic_error, "copy of ", src.size(),
                      " elements into an array of ", dst.size(),
                      " elements: the sizes must be equal");
-  if (&dst == &src || src.empty()) return;
+  if (std::addressof(dst) == std::addressof(src) || src.empty()) return;
   const DeviceView<const T> from = src.device_view(stream, where);
   const DeviceView<T> to = dst.device_view(Access::discard, stream, where);
   detail::runtime().copy_async(to.data(), from.data(), from.size_bytes(),

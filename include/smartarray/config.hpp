@@ -21,6 +21,18 @@
 #define SMARTARRAY_IN_DEVICE_CODE 0
 #endif
 
+#include <vector>  // __cpp_lib_constexpr_vector
+
+/// `constexpr` on the constructors of an empty array (`constinit` arrays), where the standard
+/// library's std::vector, which the array's bookkeeping holds, can be constant-initialized:
+/// libstdc++ 12, libc++ 15 and MSVC 19.29 on. With libstdc++ 11 (GCC 11) those constructors are
+/// still noexcept and touch nothing, but are not constexpr.
+#if defined(__cpp_lib_constexpr_vector)
+#define SMARTARRAY_CONSTEXPR_EMPTY constexpr
+#else
+#define SMARTARRAY_CONSTEXPR_EMPTY
+#endif
+
 /// Debug-only checks (generation checks of views, foreign iterators) are on unless NDEBUG.
 #if !defined(SMARTARRAY_DEBUG_CHECKS)
 #if defined(NDEBUG)

@@ -54,6 +54,7 @@
 #include <array>
 #include <concepts>
 #include <cstddef>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -136,6 +137,36 @@ class GridDim {
 
  private:
   dim3 dim_;
+  smartarray::source_location where_;
+};
+
+/**
+ * @brief The stream argument of `bind_kernel_args`, which also records the caller's source
+ *        location (a variadic function cannot end with a defaulted one).
+ */
+class StreamAt {
+ public:
+  /// @brief The default stream (`{}`).
+  /// @param where the caller's source location (defaulted).
+  StreamAt(smartarray::source_location where = smartarray::source_location::current())  // NOLINT
+      : where_(where) {}
+  /**
+   * @brief Converts anything that `StreamRef` takes (a `StreamRef`, a `Stream`, a `cudaStream_t`).
+   * @param stream the stream.
+   * @param where the caller's source location (defaulted).
+   */
+  template <typename S>
+    requires std::convertible_to<const S&, StreamRef>
+  StreamAt(const S& stream,  // NOLINT
+           smartarray::source_location where = smartarray::source_location::current())
+      : stream_(stream), where_(where) {}
+  /// @brief The stream.
+  [[nodiscard]] StreamRef stream() const noexcept { return stream_; }
+  /// @brief Where bind_kernel_args was called.
+  [[nodiscard]] const smartarray::source_location& where() const noexcept { return where_; }
+
+ private:
+  StreamRef stream_{};
   smartarray::source_location where_;
 };
 
@@ -374,7 +405,8 @@ void launch_kernel(const void* kernel, dim3 grid, dim3 block, std::size_t shared
   // cudaLaunchKernel copies the parameters when it returns, so pointers into the tuple suffice.
   std::array<void*, sizeof...(Params)> pointers = std::apply(
       [](auto&... parameter) {
-        return std::array<void*, sizeof...(Params)>{static_cast<void*>(&parameter)...};
+        return std::array<void*, sizeof...(Params)>{
+            static_cast<void*>(std::addressof(parameter))...};
       },
       parameters);
   check_launch(cudaLaunchKernel(kernel, grid, block, pointers.data(), shared_bytes,
@@ -391,19 +423,20 @@ void launch_kernel(const void* kernel, dim3 grid, dim3 block, std::size_t shared
  * `launch` is this plus the launch. It also runs on the host backend, where it only acquires.
  *
  * @param kernel the kernel whose parameter types decide each access.
- * @param stream the stream the kernel will run on; the arrays are acquired on it.
+ * @param stream the stream the kernel will run on; the arrays are acquired on it. It also records
+ *        the caller's source location, for the migration trace.
  * @param args one argument per kernel parameter.
  * @return the parameter values, in order.
  * @throws out_of_memory or cuda_error when an acquire fails.
  */
 template <typename... Params, typename... Args>
   requires(sizeof...(Params) == sizeof...(Args))
-[[nodiscard]] std::tuple<Params...> bind_kernel_args(void (*kernel)(Params...), StreamRef stream,
+[[nodiscard]] std::tuple<Params...> bind_kernel_args(void (*kernel)(Params...), StreamAt stream,
                                                      Args&&... args) {
   (void)kernel;
   return detail::bind_kernel_args(detail::TypeList<Params...>{},
-                                  std::index_sequence_for<Params...>{}, stream,
-                                  smartarray::source_location::current(), std::forward<Args>(args)...);
+                                  std::index_sequence_for<Params...>{}, stream.stream(),
+                                  stream.where(), std::forward<Args>(args)...);
 }
 
 /**

@@ -49,14 +49,16 @@ struct ArrayFactory {
  * @param stream the stream of the upload (one H2D in explicit and pageable modes, none in mapped
  *        mode, a prefetch in managed mode).
  * @param options the array's resources and memory mode.
+ * @param where the caller's source location, for the migration trace.
  */
 template <std::ranges::contiguous_range R>
 [[nodiscard]] SmartArray<std::remove_cv_t<std::ranges::range_value_t<R>>> to_device(
-    const R& range, StreamRef stream = {}, const ArrayOptions& options = {}) {
+    const R& range, StreamRef stream = {}, const ArrayOptions& options = {},
+    smartarray::source_location where = smartarray::source_location::current()) {
   using T = std::remove_cv_t<std::ranges::range_value_t<R>>;
   SmartArray<T> array(std::span<const T>(std::ranges::data(range), std::ranges::size(range)),
                       options);
-  (void)array.device_view(Access::read, stream);
+  (void)array.device_view(Access::read, stream, where);
   return array;
 }
 
@@ -86,21 +88,26 @@ template <typename T>
 /**
  * @brief Numba's `d.copy_to_host(stream=...)`: the elements in a new vector. Copies from the device
  *        when the host copy is stale (one D2H) without making the host copy valid.
+ * @param where the caller's source location, for the migration trace.
  */
 template <typename T>
-[[nodiscard]] std::vector<T> copy_to_host(const SmartArray<T>& array, StreamRef stream = {}) {
+[[nodiscard]] std::vector<T> copy_to_host(
+    const SmartArray<T>& array, StreamRef stream = {},
+    smartarray::source_location where = smartarray::source_location::current()) {
   std::vector<T> out(array.size());
-  array.copy_to(std::span<T>(out), stream, true);
+  array.copy_to(std::span<T>(out), stream, true, where);
   return out;
 }
 
 /**
  * @brief Numba's `d.copy_to_host(ary, stream)`: the elements into `dest`, done when this returns.
+ * @param where the caller's source location, for the migration trace.
  * @throws std::length_error when `dest` holds fewer elements than `array` (naming both sizes).
  */
 template <typename T>
-void copy_to_host(const SmartArray<T>& array, std::span<T> dest, StreamRef stream = {}) {
-  array.copy_to(dest, stream, true);
+void copy_to_host(const SmartArray<T>& array, std::span<T> dest, StreamRef stream = {},
+                  smartarray::source_location where = smartarray::source_location::current()) {
+  array.copy_to(dest, stream, true, where);
 }
 
 /**
@@ -112,8 +119,10 @@ void copy_to_host(const SmartArray<T>& array, std::span<T> dest, StreamRef strea
  * @throws std::length_error when `dest` holds fewer elements than `array` (naming both sizes).
  */
 template <typename T>
-void copy_to_host_async(const SmartArray<T>& array, std::span<T> dest, StreamRef stream) {
-  array.copy_to(dest, stream, false);
+void copy_to_host_async(
+    const SmartArray<T>& array, std::span<T> dest, StreamRef stream,
+    smartarray::source_location where = smartarray::source_location::current()) {
+  array.copy_to(dest, stream, false, where);
 }
 
 /**

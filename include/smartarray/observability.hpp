@@ -5,7 +5,10 @@
  *
  * Global counters are kept at the backend seam, so they are exact on both backends. Each SmartArray
  * also keeps its own counters. `SMARTARRAY_TRACE=1` prints one line per migration on stderr;
- * `SMARTARRAY_TRACE=/path` appends them to a file.
+ * `SMARTARRAY_TRACE=/path` appends them to a file. Each line names the array by its number
+ * (`SmartArray::id()`) and label (`set_label`), and the line of the user's call that caused it:
+ *
+ *     smartarray: H2D 4000 B array #3 "weights" (device access of a stale copy) at train.cu:42
  */
 #pragma once
 
@@ -133,9 +136,11 @@ std::function<void(const std::string&)> set_expect_transfers_handler(
 [[nodiscard]] bool trace_enabled() noexcept;
 
 namespace detail {
-/// Writes one trace line: direction, bytes, reason and call site. No-op unless tracing.
+/// Writes one trace line: direction, bytes, the array's number and label (nullptr: none), reason
+/// and call site. No-op unless tracing.
 void trace_migration(const char* direction, std::uint64_t bytes, const char* reason,
-                     const void* array, const smartarray::source_location& where);
+                     std::uint64_t array_id, const char* label,
+                     const smartarray::source_location& where);
 }  // namespace detail
 
 }  // namespace smartarray

@@ -10,6 +10,7 @@
 #include <smartarray/smart_array.hpp>
 #include <smartarray/detail/adapter_traits.hpp>
 
+#include <memory>
 #include <type_traits>
 
 namespace smartarray {
@@ -22,7 +23,7 @@ template <typename T>
 class Out {
  public:
   /// @brief Wraps `array`, which must outlive the call that takes this wrapper.
-  explicit Out(SmartArray<T>& array) noexcept : array_(&array) {}
+  explicit Out(SmartArray<T>& array) noexcept : array_(std::addressof(array)) {}
   /// @brief The wrapped array.
   [[nodiscard]] SmartArray<T>& array() const noexcept { return *array_; }
 

@@ -9,7 +9,7 @@
  * stream's worker thread. The result is written into a one-element `SmartArray` on the device:
  * `reduce_async` returns that array, and `reduce` reads it, which is the only device-to-host copy:
  * `sizeof(T)` bytes, counted in the global counters and in the result array's counters, never in
- * the reduced array's.
+ * the reduced array's. The reduced array may be destroyed before the result is read.
  */
 #pragma once
 
@@ -71,7 +71,13 @@ inline namespace SMARTARRAY_KERNEL_ABI {
 
 /**
  * @brief Folds `a` with `op` on the device, starting from `init`, and leaves the result in a
- *        one-element array that is valid on the device (nothing is copied back yet).
+ *        one-element array that is valid on the device (nothing is copied back yet, and no host
+ *        memory is taken until the host reads it).
+ *
+ * The reduction is queued on `stream` and reads `a` later. `a` may be changed or destroyed before
+ * the result is read: its device buffer is freed or rewritten in stream order, after the reduction
+ * (a write on another stream waits for it), so the result is `a`'s contents at the call.
+ *
  * @param a the array; acquired for `read` on `stream`.
  * @param init the initial value (also the result of an empty array).
  * @param op an associative and commutative `__host__ __device__` binary operation on `T`.
@@ -85,17 +91,20 @@ template <typename T, typename Op>
 [[nodiscard]] SmartArray<T> reduce_async(
     const SmartArray<T>& a, std::type_identity_t<T> init, Op op, StreamRef stream = {},
     smartarray::source_location where = smartarray::source_location::current()) {
-  SmartArray<T> result(1, init);
-  if (a.empty()) return result;
+  if (a.empty()) return SmartArray<T>(1, init);
   detail::require_kernel_compiler("reduce", a.size());
+  SmartArray<T> result(1, no_init);
   const DeviceView<const T> in = a.device_view(stream, where);
   const DeviceView<T> out = result.device_view(Access::discard, stream, where);
   if (backend() == BackendKind::host) {
-    detail::runtime().launch_host_func(stream, [in, out, init, op]() mutable {
-      T accumulator = init;
-      for (const T& x : in) accumulator = op(accumulator, x);
-      out[0] = accumulator;
-    });
+    // The queued work holds the addresses, taken now while the views are valid: by the time it
+    // runs, `a` may be gone (its buffer is freed after this work), and a view of it would say so.
+    detail::runtime().launch_host_func(
+        stream, [data = in.data(), n = in.size(), result = out.data(), init, op]() mutable {
+          T accumulator = init;
+          for (std::size_t i = 0; i < n; ++i) accumulator = op(accumulator, data[i]);
+          *result = accumulator;
+        });
     return result;
   }
 #if defined(__CUDACC__)

@@ -15,15 +15,17 @@
  * before the output.
  *
  * A last argument that is a stream (`StreamRef`, `Stream` or `cudaStream_t`) is the stream to run
- * on; otherwise the default stream. On the cuda backend the work is a grid-stride kernel sized from
- * the SM count (through `for_each_index`; the calling file must be compiled by nvcc). On the host
- * backend `f` runs on the stream's worker thread. `f` must be callable on the host and the device
- * (`__host__ __device__`, or a lambda marked `SMARTARRAY_HOST_DEVICE`).
+ * on; otherwise the default stream. Up to 8 arguments follow the functor; the migration trace
+ * names the line of the `transform` or `map` call for the copies its operands need. On the cuda
+ * backend the work is a grid-stride kernel sized from the SM count (through `for_each_index`; the
+ * calling file must be compiled by nvcc). On the host backend `f` runs on the stream's worker
+ * thread. `f` must be callable on the host and the device (`__host__ __device__`, or a lambda
+ * marked `SMARTARRAY_HOST_DEVICE`).
  *
  * @code
  * struct Add { SMARTARRAY_HOST_DEVICE float operator()(float x, float y) const { return x + y; } };
  * sa::transform(sa::out(c), Add{}, a, b, stream);   // a, b: read; c: discard
- * auto d = sa::map(Add{}, c, 1.0f);                 // a new array, valid on the device
+ * auto d = sa::map(Add{}, c, 1.0f);                 // a new array, valid on the device only
  * @endcode
  */
 #pragma once
@@ -43,6 +45,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -66,9 +69,9 @@ std::size_t operand_size(const A& operand) noexcept {
 template <typename A>
 const void* array_identity(const A& argument) noexcept {
   if constexpr (is_smart_array_v<A>) {
-    return &argument;
+    return std::addressof(argument);
   } else if constexpr (is_out_v<A>) {
-    return &argument.array();
+    return std::addressof(argument.array());
   } else {
     return nullptr;
   }
@@ -92,9 +95,9 @@ using operand_element_t = typename OperandElement<std::remove_cvref_t<A>>::type;
 
 /// The value of an operand inside the kernel: a device view, or the scalar itself.
 template <typename A>
-auto device_operand(const A& operand, StreamRef stream) {
+auto device_operand(const A& operand, StreamRef stream, const smartarray::source_location& where) {
   if constexpr (is_smart_array_v<A>) {
-    return operand.device_view(stream);
+    return operand.device_view(stream, where);
   } else {
     return operand;
   }
@@ -173,12 +176,12 @@ std::size_t output_size(const Output& output) noexcept {
 
 template <typename Output>
 DeviceView<typename OutputTraits<std::remove_cvref_t<Output>>::value_type> acquire_output(
-    Output& output, bool in_place, StreamRef stream) {
+    Output& output, bool in_place, StreamRef stream, const smartarray::source_location& where) {
   const Access access = in_place ? Access::read_write : Access::discard;
   if constexpr (is_smart_array_v<Output>) {
-    return output.device_view(access, stream);
+    return output.device_view(access, stream, where);
   } else if constexpr (is_out_v<Output>) {
-    return output.array().device_view(access, stream);
+    return output.array().device_view(access, stream, where);
   } else {
     return output;
   }
@@ -206,9 +209,14 @@ decltype(auto) with_trailing_stream(Body&& body, Args&&... args) {
   }
 }
 
+/// How many arguments `transform` and `map` take after the functor (operands and a stream): each
+/// arity is an overload of its own, so that the call site can be a defaulted last parameter.
+inline constexpr std::size_t max_elementwise_arguments = 8;
+
 inline namespace SMARTARRAY_KERNEL_ABI {
 template <typename Output, typename F, typename... Ins>
-void transform_on(StreamRef stream, Output& output, F f, const Ins&... ins) {
+void transform_on(const smartarray::source_location& where, StreamRef stream, Output& output, F f,
+                  const Ins&... ins) {
   // A const DeviceView<T> still writes through; a const SmartArray does not.
   constexpr bool writable = !std::is_const_v<Output> || is_device_view_v<Output>;
   static_assert(writable,
@@ -224,11 +232,44 @@ void transform_on(StreamRef stream, Output& output, F f, const Ins&... ins) {
     const bool in_place =
         output_array != nullptr && ((array_identity(ins) == output_array) || ...);
     // Operands first, then the output: an in-place operand is read before it is overwritten.
-    TransformOp<F, R, decltype(device_operand(ins, stream))...> op{
-        f, {}, {device_operand(ins, stream)...}};
-    op.out = acquire_output(output, in_place, stream);
+    TransformOp<F, R, decltype(device_operand(ins, stream, where))...> op{
+        f, {}, {device_operand(ins, stream, where)...}};
+    op.out = acquire_output(output, in_place, stream, where);
     for_each_index(n, op, stream);
   }
+}
+
+/// transform(output, f, args...) called at `where`.
+template <typename Output, typename F, typename... Args>
+void transform_at(const smartarray::source_location& where, Output&& output, F f, Args&&... args) {
+  with_trailing_stream(
+      [&](StreamRef stream, const auto&... ins) { transform_on(where, stream, output, f, ins...); },
+      std::forward<Args>(args)...);
+}
+
+/// map(f, args...) called at `where`.
+template <typename F, typename... Args>
+[[nodiscard]] auto map_at(const smartarray::source_location& where, F f, Args&&... args) {
+  return with_trailing_stream(
+      [&](StreamRef stream, const auto&... ins) {
+        static_assert((is_elementwise_v<decltype(ins)> || ...),
+                      "map: at least one operand must be a SmartArray or a DeviceView, to size "
+                      "the result");
+        using R =
+            std::remove_cvref_t<std::invoke_result_t<F&, operand_element_t<decltype(ins)>...>>;
+        static_assert(!std::is_void_v<R> && std::is_trivially_copyable_v<R>,
+                      "map: the functor must return a trivially copyable value");
+        std::size_t n = npos;
+        ((n = (n == npos ? operand_size(ins) : n)), ...);
+        std::size_t index = 0;
+        (check_operand_size("map", ins, ++index, n, "the first array operand"), ...);
+        require_kernel_compiler("map", n);
+        // Written on the device with discard intent: no memory on the host until it is read there.
+        SmartArray<R> result(n, no_init);
+        transform_on(where, stream, result, f, ins...);
+        return result;
+      },
+      std::forward<Args>(args)...);
 }
 }  // namespace SMARTARRAY_KERNEL_ABI
 
@@ -238,56 +279,173 @@ inline namespace SMARTARRAY_KERNEL_ABI {
 
 /**
  * @brief `out[i] = f(ins[i]...)` for every element, on the device; scalars broadcast.
+ *
+ * One overload per number of arguments after `f`, from 0 to `detail::max_elementwise_arguments`
+ * (8), each ending with the caller's source location (for the migration trace), which callers
+ * never pass.
+ *
  * @param output a non-const `SmartArray`, `out(a)` or a `DeviceView<T>`; it is overwritten
  *        (acquired with `discard`, or `read_write` when it is also an operand).
  * @param f a `__host__ __device__` callable; its result converts to the output's element type.
- * @param args the operands (arrays, views or scalars), optionally followed by the stream to run on.
+ * @param where the caller's source location.
  * @throws logic_error when an array operand's size differs from the output's (nothing is acquired),
  *         or on the cuda backend when the caller was not compiled by nvcc.
  * @throws out_of_memory or cuda_error when an acquire or the launch fails.
  */
+template <typename Output, typename F>
+void transform(Output&& output, F f,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f);
+}
+/// @brief transform with 1 argument after `f`: an operand (array, view or scalar) or the stream.
+template <typename Output, typename F, typename A1>
+void transform(Output&& output, F f, A1&& a1,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1));
+}
+/// @brief transform with 2 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2>
+void transform(Output&& output, F f, A1&& a1, A2&& a2,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2));
+}
+/// @brief transform with 3 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2, typename A3>
+void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
+                       std::forward<A3>(a3));
+}
+/// @brief transform with 4 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4>
+void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
+                       std::forward<A3>(a3), std::forward<A4>(a4));
+}
+/// @brief transform with 5 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4,
+          typename A5>
+void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
+                       std::forward<A3>(a3), std::forward<A4>(a4), std::forward<A5>(a5));
+}
+/// @brief transform with 6 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4,
+          typename A5, typename A6>
+void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
+                       std::forward<A3>(a3), std::forward<A4>(a4), std::forward<A5>(a5),
+                       std::forward<A6>(a6));
+}
+/// @brief transform with 7 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4,
+          typename A5, typename A6, typename A7>
+void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6,
+               A7&& a7,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
+                       std::forward<A3>(a3), std::forward<A4>(a4), std::forward<A5>(a5),
+                       std::forward<A6>(a6), std::forward<A7>(a7));
+}
+/// @brief transform with 8 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4,
+          typename A5, typename A6, typename A7, typename A8>
+void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6,
+               A7&& a7, A8&& a8,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
+                       std::forward<A3>(a3), std::forward<A4>(a4), std::forward<A5>(a5),
+                       std::forward<A6>(a6), std::forward<A7>(a7), std::forward<A8>(a8));
+}
+/// @brief More arguments than the overloads take: a compile error that says so.
 template <typename Output, typename F, typename... Args>
-void transform(Output&& output, F f, Args&&... args) {
-  detail::with_trailing_stream(
-      [&](StreamRef stream, const auto&... ins) {
-        detail::transform_on(stream, output, f, ins...);
-      },
-      std::forward<Args>(args)...);
+  requires(sizeof...(Args) > detail::max_elementwise_arguments)
+void transform(Output&&, F, Args&&...) {
+  static_assert(detail::always_false_v<Output>,
+                "transform takes at most 8 arguments after the functor (operands and a stream)");
 }
 
 /**
  * @brief A new array with `f(ins[i]...)` for every element, computed on the device (our
- *        `@vectorize` call). The result is valid on the device only; reading it on the host copies
- *        it back once.
+ *        `@vectorize` call). The result is valid on the device only and takes no host memory:
+ *        reading it on the host allocates the host copy and copies it back once.
+ *
+ * One overload per number of arguments after `f`, from 1 to 8, each ending with the caller's
+ * source location (for the migration trace), which callers never pass.
+ *
  * @param f a `__host__ __device__` callable returning a trivially copyable value.
- * @param args the operands (at least one array or view; scalars broadcast), optionally followed by
- *        the stream to run on.
+ * @param a1 the first operand (at least one operand is an array or a view; scalars broadcast).
+ * @param where the caller's source location.
  * @return the results, sized as the array operands.
  * @throws logic_error when the array operands' sizes differ (nothing is acquired), or on the cuda
  *         backend when the caller was not compiled by nvcc.
  * @throws out_of_memory or cuda_error when an allocation, an acquire or the launch fails.
  */
+template <typename F, typename A1>
+[[nodiscard]] auto map(F f, A1&& a1,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1));
+}
+/// @brief map with 2 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2));
+}
+/// @brief map with 3 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2, typename A3>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2, A3&& a3,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2), std::forward<A3>(a3));
+}
+/// @brief map with 4 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2, typename A3, typename A4>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2), std::forward<A3>(a3),
+                        std::forward<A4>(a4));
+}
+/// @brief map with 5 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2, typename A3, typename A4, typename A5>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2), std::forward<A3>(a3),
+                        std::forward<A4>(a4), std::forward<A5>(a5));
+}
+/// @brief map with 6 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2, typename A3, typename A4, typename A5, typename A6>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2), std::forward<A3>(a3),
+                        std::forward<A4>(a4), std::forward<A5>(a5), std::forward<A6>(a6));
+}
+/// @brief map with 7 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2, typename A3, typename A4, typename A5, typename A6,
+          typename A7>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6, A7&& a7,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2), std::forward<A3>(a3),
+                        std::forward<A4>(a4), std::forward<A5>(a5), std::forward<A6>(a6),
+                        std::forward<A7>(a7));
+}
+/// @brief map with 8 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2, typename A3, typename A4, typename A5, typename A6,
+          typename A7, typename A8>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6, A7&& a7, A8&& a8,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2), std::forward<A3>(a3),
+                        std::forward<A4>(a4), std::forward<A5>(a5), std::forward<A6>(a6),
+                        std::forward<A7>(a7), std::forward<A8>(a8));
+}
+/// @brief More arguments than the overloads take: a compile error that says so.
 template <typename F, typename... Args>
-[[nodiscard]] auto map(F f, Args&&... args) {
-  return detail::with_trailing_stream(
-      [&](StreamRef stream, const auto&... ins) {
-        static_assert((detail::is_elementwise_v<decltype(ins)> || ...),
-                      "map: at least one operand must be a SmartArray or a DeviceView, to size "
-                      "the result");
-        using R = std::remove_cvref_t<
-            std::invoke_result_t<F&, detail::operand_element_t<decltype(ins)>...>>;
-        static_assert(!std::is_void_v<R> && std::is_trivially_copyable_v<R>,
-                      "map: the functor must return a trivially copyable value");
-        std::size_t n = detail::npos;
-        ((n = (n == detail::npos ? detail::operand_size(ins) : n)), ...);
-        std::size_t index = 0;
-        (detail::check_operand_size("map", ins, ++index, n, "the first array operand"), ...);
-        detail::require_kernel_compiler("map", n);
-        SmartArray<R> result(n);
-        detail::transform_on(stream, result, f, ins...);
-        return result;
-      },
-      std::forward<Args>(args)...);
+  requires(sizeof...(Args) > detail::max_elementwise_arguments)
+void map(F, Args&&...) {
+  static_assert(detail::always_false_v<F>,
+                "map takes at most 8 arguments after the functor (operands and a stream)");
 }
 
 }  // namespace SMARTARRAY_KERNEL_ABI

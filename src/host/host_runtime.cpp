@@ -8,6 +8,7 @@
 // overruns of device buffers at the call site.
 #include "host/allocation_table.hpp"
 #include "host/host_stream.hpp"
+#include "host_memory.hpp"
 
 #include <smartarray/detail/runtime.hpp>
 #include <smartarray/error.hpp>
@@ -393,6 +394,13 @@ class HostRuntime final : public Runtime {
 
   static void* allocate(AllocationTable& table, std::size_t bytes, unsigned flags,
                         const char* what) {
+    // Pinned memory is resident: like cudaHostAlloc, refuse more than the host's physical memory
+    // (which overcommit would grant, and then kill the process while poisoning it).
+    const std::size_t physical = host_memory_bytes(false);
+    if (bytes > physical) {
+      throw out_of_memory(concat(what, " of ", bytes, " bytes: the host has ", physical,
+                                 " bytes of physical memory"));
+    }
     void* ptr = ::operator new(bytes, std::align_val_t{default_alignment}, std::nothrow);
     if (ptr == nullptr) {
       throw out_of_memory(concat(what, " of ", bytes, " bytes: the host is out of memory"));

@@ -50,6 +50,8 @@ namespace smartarray::test {
 
 /// The element type: unsigned, so that the device's arithmetic wraps exactly as the model's does.
 using Element = std::uint32_t;
+/// What insert and erase return.
+using ConstIterator = SmartArray<Element>::const_iterator;
 
 /// Written over outputs before a kernel writes them; never produced as an input value.
 inline constexpr Element poison_element = 0xA5A5A5A5U;
@@ -607,12 +609,12 @@ class ApiModel {
   static std::string str(std::size_t v) { return std::to_string(v); }
 
   /// An iterator returned by insert or erase points at `index` and holds the model's value there.
-  void check_iterator(const Slot& s, const Element* it, std::size_t index) const {
+  void check_iterator(const Slot& s, ConstIterator it, std::size_t index) const {
     if (index < s.model.size() && *it != s.model[index]) {
       diverge(s, "the returned iterator's value differs from the model's at " + str(index));
     }
     // Where the host copy is whole, its address can be taken without a transfer.
-    if (s.host_begin == 0 && it != std::as_const(s.array).data() + index) {
+    if (s.host_begin == 0 && std::to_address(it) != std::as_const(s.array).data() + index) {
       diverge(s, "the returned iterator is not at index " + str(index));
     }
   }
@@ -764,7 +766,7 @@ class ApiModel {
     const std::size_t limit = std::min<std::size_t>(room(x), 8);
     if (limit < 2 || (form == 11 && n == 0)) return;
     SmartArray<Element>& a = x.array;
-    const Element* it = nullptr;
+    ConstIterator it{};
     std::size_t index = k;
     bool writes = false;  // the position came from begin() or end(): a host write
     std::vector<Element> inserted;
@@ -867,7 +869,7 @@ class ApiModel {
     const std::size_t form = in.pick(5);
     if (n == 0 && (form == 0 || form == 2)) return;
     SmartArray<Element>& a = x.array;
-    const Element* it = nullptr;
+    ConstIterator it{};
     std::size_t first = 0;
     std::size_t last = 0;
     bool writes = false;

@@ -58,4 +58,16 @@ struct ClearFaults {
   ~ClearFaults() { testing::clear_injected_failures(); }
 };
 
+/// The larger of two values, for reduce (cuda::maximum exists only from CCCL 2.8, CUDA 12.9).
+template <typename T>
+struct Maximum {
+  SMARTARRAY_HOST_DEVICE T operator()(const T& a, const T& b) const { return a < b ? b : a; }
+};
+
+/// The smaller of two values, for reduce (cuda::minimum: as Maximum).
+template <typename T>
+struct Minimum {
+  SMARTARRAY_HOST_DEVICE T operator()(const T& a, const T& b) const { return b < a ? b : a; }
+};
+
 }  // namespace smartarray::test

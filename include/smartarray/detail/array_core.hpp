@@ -22,6 +22,13 @@
  * - the copies still reading the host buffer (host-to-device), with eagerly recorded events, which
  *   host writers wait for.
  *
+ * An array made with make_unwritten holds bytes that were never written: both ranges cover them
+ * (so that no acquire copies them) while neither buffer exists, and a flag says so. The first access
+ * allocates its side's buffer and leaves the other side holding nothing.
+ *
+ * The resources default to null ("the default one") and are taken at the first allocation, so a
+ * default-constructed core is a constant that touches nothing until it is used.
+ *
  * Appends and truncations that leave validity as it is (the common `push_back`/`pop_back`) take a
  * lock-free path: they change only `size_`, inside a window [fast_floor_, fast_limit_] that the
  * locked operations of the owning thread recompute. Appends up to fast_limit_ write no byte that a
@@ -47,8 +54,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace smartarray::detail {
@@ -62,17 +71,37 @@ struct StorageOptions {
   bool require_pinned = false;
   /// Managed mode only: advise the driver that the data is read mostly.
   bool read_mostly = false;
+  friend bool operator==(const StorageOptions&, const StorageOptions&) = default;
+};
+
+/// The resources an array was given: nullptr means the default one, which the array takes when it
+/// first allocates (so that a default-constructed array touches nothing until it is used).
+struct ResourceChoice {
+  MemoryResource* host = nullptr;
+  MemoryResource* device = nullptr;
 };
 
 class ArrayCore {
  public:
-  /// An empty, host-valid array using the given resources (nullptr: the current defaults).
-  ArrayCore(MemoryResource* host_resource, MemoryResource* device_resource,
-            const StorageOptions& storage = {});
+  /// An empty, host-valid array with the default resources. Constant: it touches no resource, no
+  /// backend and no registry (`constinit` arrays), until its first allocation.
+  SMARTARRAY_CONSTEXPR_EMPTY ArrayCore() noexcept = default;
+  /// An empty, host-valid array using the given resources (nullptr: the default, taken at the
+  /// first allocation).
+  SMARTARRAY_CONSTEXPR_EMPTY ArrayCore(const ResourceChoice& resources,
+                                       const StorageOptions& storage) noexcept
+      : host_resource_(resources.host),
+        device_resource_(resources.device),
+        storage_(storage),
+        host_default_(resources.host == nullptr),
+        device_default_(resources.device == nullptr) {}
   ~ArrayCore();
-  /// Deep copy of the valid data of `other` (each side copies what it holds).
+  /// Deep copy of the valid data of `other` (each side copies what it holds), with its resources.
   ArrayCore(const ArrayCore& other);
-  /// O(1); leaves `other` empty.
+  /// Deep copy of the valid data of `other`, whose storage options must be this one's, using
+  /// `resources` (nullptr: the default).
+  ArrayCore(const ArrayCore& other, const ResourceChoice& resources);
+  /// O(1); leaves `other` empty, and takes its label (not its number).
   ArrayCore(ArrayCore&& other) noexcept;
   ArrayCore& operator=(const ArrayCore&) = delete;
   ArrayCore& operator=(ArrayCore&&) = delete;
@@ -82,6 +111,10 @@ class ArrayCore {
   /// Makes this empty array hold `bytes` uninitialized bytes valid on the device only, written
   /// on `stream`. Two-buffer modes allocate no host memory until the host needs it.
   void make_device_only(std::size_t bytes, StreamRef stream);
+  /// Makes this empty array hold `bytes` bytes that are valid nowhere until written: no memory is
+  /// taken until the first access, and then only on the side accessed; no access copies them. A
+  /// read before any write (an acquire that asks for written data) throws logic_error.
+  void make_unwritten(std::size_t bytes);
   /// Makes this empty explicit-mode array a device-valid view of `bytes` bytes of external device
   /// memory at `external`. Nothing is copied and the buffer is never freed; growth moves the data
   /// to pooled memory and leaves the external buffer as it is.
@@ -89,10 +122,27 @@ class ArrayCore {
   /// Copies `bytes` bytes of the valid data to `dst` (host memory) on `stream` without changing
   /// the residency: from the device when the host copy is stale (one D2H), else with a memcpy.
   /// With `wait` false the device copy may still run when this returns.
+  /// With `require_written`, an array that was never written throws logic_error.
   void copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bool wait,
-                const smartarray::source_location& where);
+                const smartarray::source_location& where, bool require_written);
 
   [[nodiscard]] MemoryMode mode() const noexcept { return storage_.mode; }
+  /// The storage options given at construction.
+  [[nodiscard]] const StorageOptions& storage() const noexcept { return storage_; }
+  /// The resources given at construction (nullptr: the default).
+  [[nodiscard]] ResourceChoice resources() const noexcept {
+    return {host_default_ ? nullptr : host_resource_, device_default_ ? nullptr : device_resource_};
+  }
+  /// The array's number in messages and traces: assigned on first use, unique in the process, and
+  /// kept by this object (swaps and moves exchange the data, not the numbers).
+  [[nodiscard]] std::uint64_t id() const noexcept;
+  /// Names the array in messages and traces, after its number. Kept by this object through swaps
+  /// and assignments; a move-constructed core takes it.
+  void set_label(std::string label);
+  /// The label, or an empty string.
+  [[nodiscard]] std::string label() const;
+  /// "SmartArray #3" or "SmartArray #3 'weights'", for messages.
+  [[nodiscard]] std::string describe() const;
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
@@ -111,11 +161,15 @@ class ArrayCore {
   [[nodiscard]] std::byte* device_data() const noexcept { return device_; }
 
   /// Makes the host copy valid for `access` and returns it. `stream` carries a needed copy;
-  /// by default the stream of the last device writer.
+  /// by default the stream of the last device writer. With `require_written`, a read of an
+  /// array that was never written throws logic_error (naming `where`) and changes nothing.
   std::byte* acquire_host(Access access, std::optional<StreamRef> stream,
-                          const smartarray::source_location& where);
-  /// Makes the device copy valid for `access` on `stream` and returns it.
-  std::byte* acquire_device(Access access, StreamRef stream, const smartarray::source_location& where);
+                          const smartarray::source_location& where, bool require_written = false);
+  /// Makes the device copy valid for `access` on `stream` and returns it (`require_written` as
+  /// for acquire_host).
+  std::byte* acquire_device(Access access, StreamRef stream,
+                            const smartarray::source_location& where,
+                            bool require_written = false);
   /// Numba's host_changed(): the host copy was modified in place; the device copy becomes stale.
   void host_changed();
   /// Numba's gpu(): orders work queued on `stream` from now on after every other use of the
@@ -227,6 +281,28 @@ class ArrayCore {
     PooledEvent event;
   };
 
+  /// The resources for an allocation: the defaults are taken at the first call (caller holds the
+  /// lock). Frees use the members, which the allocation set.
+  MemoryResource& host_mr();
+  MemoryResource& device_mr();
+  /// Only the default pinned resource falls back to pageable memory: a resource the user chose is
+  /// never silently replaced, and its failures propagate.
+  [[nodiscard]] bool host_fallback() const noexcept {
+    return host_default_ && !storage_.require_pinned;
+  }
+  /// The copy constructors' work, under `other`'s lock: each side copies what it holds valid.
+  void copy_valid_data(const ArrayCore& other);
+  /// Ends the unwritten state at the first access of `side`: the other side, which has no buffer,
+  /// holds nothing valid.
+  void settle_unwritten(Side side) noexcept;
+  /// Throws logic_error when `require_written` and the array was never written.
+  void check_written(bool require_written, const char* what,
+                     const smartarray::source_location& where) const;
+  /// The label as a C string for the trace, or nullptr (caller holds the lock).
+  [[nodiscard]] const char* trace_label() const noexcept {
+    return label_ ? label_->c_str() : nullptr;
+  }
+
   /// Publishes validity to host_readable_ (any thread, eviction included).
   void refresh_readable() noexcept;
   /// Mapped and managed modes: one buffer that both sides address.
@@ -301,14 +377,18 @@ class ArrayCore {
   void release_device_buffer() noexcept;
   void release_all() noexcept;
 
-  MemoryResource* host_resource_;
-  MemoryResource* device_resource_;
-  StorageOptions storage_;
+  /// The resources; null until the first allocation when the default was asked for.
+  MemoryResource* host_resource_ = nullptr;
+  MemoryResource* device_resource_ = nullptr;
+  StorageOptions storage_{};
+  /// The array was given no resource of its own for that side: it takes the default.
+  bool host_default_ = true;
+  bool device_default_ = true;
   /// The device buffer is external memory (wrap_device): never freed, never evicted.
   bool device_external_ = false;
-  /// Only the default pinned resource falls back to pageable memory: a resource the user chose is
-  /// never silently replaced, and its failures propagate.
-  bool host_fallback_;
+  /// Made by make_unwritten and not accessed since: "valid" on both sides (no access copies
+  /// anything), with each buffer allocated on its side's first access.
+  bool unwritten_ = false;
   std::byte* host_ = nullptr;
   bool host_pageable_ = false;
   /// Managed: a prefetch brought the pages back to the host, and the host has not written them
@@ -351,6 +431,9 @@ class ArrayCore {
   std::size_t guarded_stale_ = 0;
   const char* device_write_file_ = nullptr;
   std::uint32_t device_write_line_ = 0;
+  /// The number and the label that name this object (see id()).
+  mutable std::atomic<std::uint64_t> id_{0};
+  std::unique_ptr<std::string> label_;
 };
 
 }  // namespace smartarray::detail

@@ -25,14 +25,13 @@ struct ViewStamp {
   std::uint64_t generation = 0;
 };
 
-/// A fresh slot for one array; its generation starts above any value the slot held before.
-[[nodiscard]] std::uint32_t acquire_view_slot();
+/// A fresh slot for the array numbered `array_id` (the number its messages give it); its
+/// generation starts above any value the slot held before.
+[[nodiscard]] std::uint32_t acquire_view_slot(std::uint64_t array_id);
 /// Marks the array destroyed and gives the slot back for reuse (after every other free slot).
 void release_view_slot(std::uint32_t slot) noexcept;
 /// The slot's current stamp.
 [[nodiscard]] ViewStamp view_stamp(std::uint32_t slot) noexcept;
-/// The number that messages give the slot's array (0 for slot 0).
-[[nodiscard]] std::uint64_t view_array_number(std::uint32_t slot) noexcept;
 /// Invalidates every view of the slot's array, recording why.
 void note_view_change(std::uint32_t slot, ViewChange why) noexcept;
 /// Throws logic_error naming the array, its size when the view was made, the operation and the
