@@ -372,6 +372,19 @@ def adapters_section(result):
                       "ratio from an idle GPU"], [row for _, row in sorted(rows)])
     rows = []
     for r in result.runs:
+        m = re.match(r"BM_MapVsTransform/(\d+)", r["name"])
+        if m and not skip_message(r):
+            rows.append((int(m.group(1)), [short_n(int(m.group(1))),
+                                           f"{r.get('transform_us', 0):.1f}",
+                                           f"{r.get('map_us', 0):.1f}",
+                                           f"{r.get('ratio', 0):.3f}"]))
+    if rows:
+        out += ["**`map` against `transform` into an existing output** (wall time per call, host "
+                "and device; target: ratio within 1.10 from 1e6 on)", ""]
+        out += table(["elements", "`transform` (us)", "`map` (us)", "ratio"],
+                     [row for _, row in sorted(rows)])
+    rows = []
+    for r in result.runs:
         m = re.match(r"BM_Transpose/(\w+)", r["name"])
         if m and not skip_message(r):
             rows.append([m.group(1), f"{r.get('naive_us', 0):.1f}", f"{r.get('tiled_us', 0):.2f}",
@@ -557,6 +570,19 @@ def transform_ratio(res):
     return text, max(found.values()) <= 1.05, "bench_adapters.json"
 
 
+def map_ratio(res):
+    a = res.get("bench_adapters")
+    if not a:
+        return None
+    found = counter_by_name(a.runs, r"BM_MapVsTransform/(\d+)", "ratio")
+    if not found:
+        return None
+    keys = sorted(found, key=lambda k: int(k[0]))
+    text = (join_ratios([found[k] for k in keys]) + "x ("
+            + " / ".join(short_n(int(k[0])) for k in keys) + ")")
+    return text, max(found.values()) <= 1.10, "bench_adapters.json"
+
+
 def mode_times(res):
     """(workload, contender, n) -> per-repetition times, and where they come from."""
     if res.get("targets_modes"):
@@ -697,6 +723,8 @@ TARGETS = [
                                    extra=("index_sum_int", "int64 (extra, no target)"))),
     Target("adapters", "`launch` host overhead < 1 us, < 0.3 us per array", launch_overhead),
     Target("adapters", "`transform` within 1.05x of a hand-written kernel", transform_ratio),
+    Target("adapters", "`map` within 1.10x of `transform` into an existing output at >= 1e6",
+           map_ratio),
     Target("modes", "explicit within 1.05x of hand-written pinned code",
            lambda r: mode_ratio(r, "explicit", "pinned_memcpy", lambda x: x <= 1.05)),
     Target("modes", "pageable >= 2x faster than `cudaMemcpy` from pageable at 1.6e7",
