@@ -537,6 +537,14 @@ void ArrayCore::reallocate_host(std::size_t new_capacity) {
   capacity_ = new_capacity;
 }
 
+bool ArrayCore::insert_in_place(std::size_t pos, std::size_t bytes) noexcept {
+  if (!host_writable_ || size_ + bytes > fast_limit_) return false;
+  std::memmove(host_ + pos + bytes, host_ + pos, size_ - pos);
+  size_ += bytes;
+  note_fast_resize();
+  return true;
+}
+
 void ArrayCore::wait_host_readers_locked() {
   if (single_buffer()) {
     // Kernels read and write the one buffer itself: a host writer waits for all of them.
