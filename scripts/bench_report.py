@@ -557,30 +557,27 @@ def launch_overhead(res):
     return text, met, "bench_adapters.json"
 
 
-def transform_ratio(res):
+def adapters_ratio(res, pattern, limit):
+    """The `ratio` counter of the bench_adapters runs matching `pattern` (one size each), judged
+    against `limit`."""
     a = res.get("bench_adapters")
     if not a:
         return None
-    found = counter_by_name(a.runs, r"BM_TransformVsKernel/(\d+)", "ratio")
+    found = counter_by_name(a.runs, pattern, "ratio")
     if not found:
         return None
     keys = sorted(found, key=lambda k: int(k[0]))
     text = (join_ratios([found[k] for k in keys]) + "x ("
             + " / ".join(short_n(int(k[0])) for k in keys) + ")")
-    return text, max(found.values()) <= 1.05, "bench_adapters.json"
+    return text, max(found.values()) <= limit, "bench_adapters.json"
+
+
+def transform_ratio(res):
+    return adapters_ratio(res, r"BM_TransformVsKernel/(\d+)", 1.05)
 
 
 def map_ratio(res):
-    a = res.get("bench_adapters")
-    if not a:
-        return None
-    found = counter_by_name(a.runs, r"BM_MapVsTransform/(\d+)", "ratio")
-    if not found:
-        return None
-    keys = sorted(found, key=lambda k: int(k[0]))
-    text = (join_ratios([found[k] for k in keys]) + "x ("
-            + " / ".join(short_n(int(k[0])) for k in keys) + ")")
-    return text, max(found.values()) <= 1.10, "bench_adapters.json"
+    return adapters_ratio(res, r"BM_MapVsTransform/(\d+)", 1.10)
 
 
 def mode_times(res):
