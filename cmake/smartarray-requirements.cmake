@@ -15,17 +15,24 @@ set(SMARTARRAY_MIN_CUDA 12.4)
 set(SMARTARRAY_MIN_GNU 11)
 set(SMARTARRAY_MIN_Clang 14)
 
+# _smartarray_check_host_compiler(<var> <id> <version> <role> <hint>): appends a line to <var>
+# when compiler <id> at <version> is below its floor (ids without a floor pass).
+function(_smartarray_check_host_compiler _sa_out _sa_id _sa_version _sa_role _sa_hint)
+  if(DEFINED SMARTARRAY_MIN_${_sa_id} AND _sa_version VERSION_LESS SMARTARRAY_MIN_${_sa_id})
+    set(_sa_text "${${_sa_out}}")
+    string(APPEND _sa_text "smartarray needs ${_sa_id} ${SMARTARRAY_MIN_${_sa_id}} or newer as "
+      "${_sa_role} (C++20); found ${_sa_id} ${_sa_version}. ${_sa_hint}\n")
+    set(${_sa_out} "${_sa_text}" PARENT_SCOPE)
+  endif()
+endfunction()
+
 # smartarray_check_requirements(<out>): sets <out> to one line per unmet requirement, or "".
 function(smartarray_check_requirements out)
   set(problems "")
   if(CMAKE_CXX_COMPILER_LOADED)
-    set(id "${CMAKE_CXX_COMPILER_ID}")
-    if(DEFINED SMARTARRAY_MIN_${id}
-       AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS SMARTARRAY_MIN_${id})
-      string(APPEND problems "smartarray needs ${id} ${SMARTARRAY_MIN_${id}} or newer as the C++ "
-        "compiler (C++20); found ${id} ${CMAKE_CXX_COMPILER_VERSION} (${CMAKE_CXX_COMPILER}). "
-        "Set CMAKE_CXX_COMPILER (or CXX) to a newer one.\n")
-    endif()
+    _smartarray_check_host_compiler(problems "${CMAKE_CXX_COMPILER_ID}"
+      "${CMAKE_CXX_COMPILER_VERSION}" "the C++ compiler"
+      "Set CMAKE_CXX_COMPILER (or CXX) to a newer one than ${CMAKE_CXX_COMPILER}.")
   endif()
   if(CMAKE_CUDA_COMPILER_LOADED)
     if(NOT CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA")
@@ -36,13 +43,9 @@ function(smartarray_check_requirements out)
         "${CMAKE_CUDA_COMPILER_VERSION} (${CMAKE_CUDA_COMPILER}). Set CMAKE_CUDA_COMPILER (or "
         "CUDACXX) to the nvcc of a newer toolkit.\n")
     endif()
-    set(id "${CMAKE_CUDA_SIMULATE_ID}")  # nvcc's host compiler
-    if(DEFINED SMARTARRAY_MIN_${id}
-       AND CMAKE_CUDA_SIMULATE_VERSION VERSION_LESS SMARTARRAY_MIN_${id})
-      string(APPEND problems "smartarray needs ${id} ${SMARTARRAY_MIN_${id}} or newer as nvcc's "
-        "host compiler (C++20); found ${id} ${CMAKE_CUDA_SIMULATE_VERSION}. Set "
-        "CMAKE_CUDA_HOST_COMPILER (or CUDAHOSTCXX) to a newer one.\n")
-    endif()
+    _smartarray_check_host_compiler(problems "${CMAKE_CUDA_SIMULATE_ID}"
+      "${CMAKE_CUDA_SIMULATE_VERSION}" "nvcc's host compiler"
+      "Set CMAKE_CUDA_HOST_COMPILER (or CUDAHOSTCXX) to a newer one.")
   endif()
   string(STRIP "${problems}" problems)
   set(${out} "${problems}" PARENT_SCOPE)
