@@ -164,6 +164,8 @@ ArrayCore::ArrayCore(const ArrayCore& other, const ResourceChoice& resources)
 
 void ArrayCore::copy_valid_data(const ArrayCore& other) {
   if (other.size_ == 0) return;
+  // The stream names taken from `other` below were cleaned up to its generation.
+  retired_generation_seen_ = other.retired_generation_seen_;
   const std::size_t bytes = other.size_;
   capacity_ = bytes;
   if (other.unwritten_) {
@@ -176,7 +178,8 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
   }
   if (single_buffer()) {
     // One buffer holds everything: copy it on the host once its device writer is done.
-    if (other.device_writer_ && !stream_retired(*other.device_writer_)) {
+    if (other.device_writer_ &&
+        !stream_retired_since(*other.device_writer_, other.retired_generation_seen_)) {
       host_wait_stream(*other.device_writer_);
     }
     host_ = allocate_host(bytes, host_pageable_);
@@ -193,7 +196,7 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
   }
   if (other.device_valid_end_ > 0) {
     StreamRef stream = other.device_writer_.value_or(StreamRef{});
-    if (stream_retired(stream)) stream = StreamRef{};
+    if (stream_retired_since(stream, other.retired_generation_seen_)) stream = StreamRef{};
     try {
       register_eviction_hook_once();
       device_ = static_cast<std::byte*>(device_mr().allocate(stream, bytes));
@@ -576,12 +579,14 @@ void ArrayCore::wait_host_readers() {
 void ArrayCore::forget_retired_streams() {
   const std::uint64_t generation = retired_stream_generation();
   if (generation == retired_generation_seen_) return;
-  retired_generation_seen_ = generation;
-  std::erase_if(device_users_, [](StreamRef user) { return stream_retired(user); });
-  if (device_writer_ && stream_retired(*device_writer_)) device_writer_.reset();
+  const std::uint64_t seen = retired_generation_seen_;
+  const auto retired = [seen](StreamRef stream) { return stream_retired_since(stream, seen); };
+  std::erase_if(device_users_, retired);
+  if (device_writer_ && retired(*device_writer_)) device_writer_.reset();
   for (PendingCopy& copy : host_readers_) {
-    if (stream_retired(copy.stream)) copy.stream = StreamRef{};
+    if (retired(copy.stream)) copy.stream = StreamRef{};
   }
+  retired_generation_seen_ = generation;
 }
 
 bool ArrayCore::device_current_for(Access access, StreamRef stream) const noexcept {

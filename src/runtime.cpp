@@ -13,7 +13,7 @@
 #include <iostream>
 #include <mutex>
 #include <string_view>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 namespace smartarray {
@@ -233,7 +233,8 @@ PooledEvent& PooledEvent::operator=(PooledEvent&& other) noexcept {
 namespace {
 struct RetiredStreams {
   std::mutex mutex;
-  std::unordered_set<void*> handles;
+  // Each handle with the generation at which it last retired.
+  std::unordered_map<void*, std::uint64_t> handles;
   std::atomic<std::uint64_t> generation{0};
 };
 RetiredStreams& retired_streams() {
@@ -246,21 +247,15 @@ void retire_stream(StreamRef stream) {
   if (stream.is_default()) return;
   auto& retired = retired_streams();
   std::lock_guard lock(retired.mutex);
-  retired.handles.insert(stream.handle());
-  retired.generation.fetch_add(1, std::memory_order_release);
+  retired.handles[stream.handle()] = retired.generation.fetch_add(1, std::memory_order_release) + 1;
 }
 
-void revive_stream(StreamRef stream) {
-  auto& retired = retired_streams();
-  std::lock_guard lock(retired.mutex);
-  retired.handles.erase(stream.handle());
-}
-
-bool stream_retired(StreamRef stream) {
+bool stream_retired_since(StreamRef stream, std::uint64_t seen) {
   if (stream.is_default()) return false;
   auto& retired = retired_streams();
   std::lock_guard lock(retired.mutex);
-  return retired.handles.contains(stream.handle());
+  const auto it = retired.handles.find(stream.handle());
+  return it != retired.handles.end() && it->second > seen;
 }
 
 std::uint64_t retired_stream_generation() noexcept {
@@ -305,9 +300,14 @@ BackendKind backend() { return detail::runtime().kind(); }
 const DeviceProperties& device_properties() { return detail::runtime().properties(); }
 bool cuda_device_available() noexcept { return detail::cuda_runtime_has_device(); }
 
-Stream::Stream() : ref_(detail::runtime().create_stream()) { detail::revive_stream(ref_); }
+Stream::Stream() : ref_(detail::runtime().create_stream()) {}
 namespace {
-/// Drains a stream, makes the pools forget it (its handle may be reused), then destroys it.
+/// Makes the pools and arrays forget a drained stream: its handle may be reused.
+void forget_drained_stream(StreamRef stream) noexcept {
+  detail::forget_stream_in_all_pools(stream);
+  detail::retire_stream(stream);
+}
+/// Drains a stream, forgets it, then destroys it.
 void release_stream(StreamRef stream) noexcept {
   if (stream.is_default()) return;
   try {
@@ -316,11 +316,16 @@ void release_stream(StreamRef stream) noexcept {
     std::cerr << "smartarray: draining stream " << stream.handle() << " failed: " << error.what()
               << "\n";
   }
-  detail::forget_stream_in_all_pools(stream);
-  detail::retire_stream(stream);
+  forget_drained_stream(stream);
   detail::runtime().destroy_stream(stream);
 }
 }  // namespace
+
+void forget_stream(StreamRef stream) {
+  if (stream.is_default()) return;
+  detail::runtime().synchronize(stream);
+  forget_drained_stream(stream);
+}
 
 Stream::~Stream() { release_stream(ref_); }
 Stream::Stream(Stream&& other) noexcept : ref_(other.ref_) { other.ref_ = StreamRef{}; }

@@ -208,6 +208,45 @@ TEST(Residency, SwapHandsOverWorkOnAStreamDestroyedSince) {
   EXPECT_EQ(host_copy(a), scaled(scaled(b_values)));
 }
 
+TEST(Residency, AForgottenUserStreamIsNeverNamedAgainByPoolsOrArrays) {
+  // A stream that the user created (a cudaStream_t on cuda), forgotten and then destroyed: neither
+  // the pool block released on it nor the array it last wrote may name it again. The host backend
+  // throws on a destroyed stream; CUDA would crash.
+  const auto values = random_values<float>(n);
+  SmartArray<float> a(values);
+  const sa::StreamRef user = sa::detail::runtime().create_stream();
+  scale_on_device(a, user);
+  {
+    SmartArray<float> temp(values);
+    (void)temp.device_view(Access::read, user);
+  }  // temp's device block goes back to the pool on `user`
+  sa::forget_stream(user);
+  sa::detail::runtime().destroy_stream(user);
+  sa::Stream other;
+  SmartArray<float> b(values);
+  scale_on_device(b, other);  // may take the block released on `user`
+  scale_on_device(a, other);  // a was last written on `user`
+  EXPECT_EQ(host_copy(a), scaled(scaled(values)));
+  EXPECT_EQ(host_copy(b), scaled(values));
+}
+
+TEST(Residency, AHandleRetiredBeforeAnArrayNamedItIsALiveStream) {
+  // The backend may give a destroyed stream's handle to a new stream. Retiring `first`'s handle
+  // plays that: it was retired before the array named it, so a later retirement of another stream
+  // must not make the array forget `first`'s pending write.
+  const auto values = random_values<float>(n);
+  SmartArray<float> a(values);
+  sa::Stream first;
+  sa::detail::retire_stream(first);
+  auto release = gate(first);
+  fill_on_device(a, 7.5F, first);  // queued behind the gate
+  { const sa::Stream unrelated; }  // another retirement: a cleans up its stream names
+  sa::Stream second;
+  scale_on_device(a, second);  // must wait for the fill on `first`
+  release.set_value();
+  EXPECT_EQ(host_copy(a), scaled(std::vector<float>(n, 7.5F)));
+}
+
 TEST(Residency, ACopyConstructionIsAUseOfItsSourceThatLaterWritersWaitFor) {
   const auto values = random_values<float>(n);
   SmartArray<float> x(values);

@@ -84,6 +84,20 @@ void synchronize(StreamRef stream);
 void synchronize_device();
 
 /**
+ * @brief Makes smartarray forget a stream that you created yourself, before you destroy it.
+ *
+ * Arrays and pools remember the streams they were used on: a pool block released on a stream is
+ * handed to another stream behind an event recorded on the first one. A `cudaStream_t` (or a
+ * stream of Numba, CuPy or PyTorch) that you wrapped in a `StreamRef` must therefore be forgotten
+ * before it is destroyed. This waits for the stream's work, makes every pool treat the blocks
+ * released on it as free for any stream, and makes every array drop it from its pending work. A
+ * stream that CUDA later creates with the same handle is a new stream to smartarray. `Stream`'s
+ * destructor does all of this itself. The default stream is never forgotten.
+ * @throws cuda_error when waiting for the stream fails (nothing is forgotten then).
+ */
+void forget_stream(StreamRef stream);
+
+/**
  * @brief Synchronizes a stream when it goes out of scope (Numba's `auto_synchronize`).
  */
 class AutoSynchronize {

@@ -156,13 +156,13 @@ void stream_wait_stream(StreamRef waiter, StreamRef producer);
 /// returns about 3 us sooner than cudaStreamSynchronize after a short kernel and copy.
 void host_wait_stream(StreamRef stream);
 
-/// Streams destroyed through `Stream` are drained first, so their work is complete; their handles
-/// must never reach the backend again. Arrays drop them from their pending work.
+/// Streams forgotten (`forget_stream`, or `Stream`'s destructor) are drained first, so their work
+/// is complete; their handles must never reach the backend again from a holder that named them
+/// before. Each is recorded with the generation at which it retired.
 void retire_stream(StreamRef stream);
-/// A handle handed out again by the backend is live again.
-void revive_stream(StreamRef stream);
-/// True when `stream` was destroyed through `Stream` (and not handed out again).
-[[nodiscard]] bool stream_retired(StreamRef stream);
+/// True when `stream` retired after generation `seen`: a holder that last checked at `seen` names
+/// the destroyed stream, not a later stream that the backend gave the same handle.
+[[nodiscard]] bool stream_retired_since(StreamRef stream, std::uint64_t seen);
 /// Changes whenever a stream is retired, so that holders of stream handles re-check cheaply.
 [[nodiscard]] std::uint64_t retired_stream_generation() noexcept;
 
