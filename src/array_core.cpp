@@ -12,7 +12,6 @@
 #include <cstring>
 #include <iostream>
 #include <new>
-#include <unordered_set>
 
 namespace smartarray::detail {
 namespace {
@@ -62,34 +61,44 @@ struct AcquireScope {
   const smartarray::source_location* previous_where;
 };
 
-/// Arrays that hold device buffers. The device pool's eviction hook drops their copies: clean ones
-/// first, then dirty ones (written back), least recently used first.
+/// Arrays that hold device buffers, in an intrusive list (no allocation per array). The device
+/// pool's eviction hook drops their copies: clean ones first, then dirty ones (written back), least
+/// recently used first.
 class EvictionRegistry {
  public:
-  void add(ArrayCore* core) {
+  void add(ArrayCore* core) noexcept {
     std::lock_guard lock(mutex_);
-    arrays_.insert(core);
+    ArrayCore::EvictionLink& link = core->eviction_link();
+    if (link.linked) return;
+    link = {nullptr, head_, true};
+    if (head_ != nullptr) head_->eviction_link().previous = core;
+    head_ = core;
+    ++count_;
   }
   void remove(ArrayCore* core) noexcept {
     std::lock_guard lock(mutex_);
-    arrays_.erase(core);
+    unlink(core);
   }
   std::size_t evict(std::size_t bytes_needed) {
     std::lock_guard lock(mutex_);
-    std::vector<ArrayCore*> order(arrays_.begin(), arrays_.end());
+    std::vector<ArrayCore*> order;
+    order.reserve(count_);
+    for (ArrayCore* core = head_; core != nullptr; core = core->eviction_link().next) {
+      order.push_back(core);
+    }
     std::sort(order.begin(), order.end(),
               [](const ArrayCore* a, const ArrayCore* b) { return a->last_use() < b->last_use(); });
     std::size_t released = 0;
     for (const bool allow_dirty : {false, true}) {
       for (ArrayCore* core : order) {
         if (released >= bytes_needed) return released;
-        if (core == acquiring_on_this_thread || !arrays_.contains(core)) continue;
+        if (core == acquiring_on_this_thread || !core->eviction_link().linked) continue;
         std::unique_lock array_lock(core->mutex(), std::try_to_lock);
         if (!array_lock.owns_lock()) continue;
         const std::size_t freed = core->evict_device_locked(allow_dirty);
         if (freed > 0) {
           released += freed;
-          arrays_.erase(core);
+          unlink(core);
         }
       }
     }
@@ -97,8 +106,19 @@ class EvictionRegistry {
   }
 
  private:
+  void unlink(ArrayCore* core) noexcept {
+    ArrayCore::EvictionLink& link = core->eviction_link();
+    if (!link.linked) return;
+    if (link.previous != nullptr) link.previous->eviction_link().next = link.next;
+    else head_ = link.next;
+    if (link.next != nullptr) link.next->eviction_link().previous = link.previous;
+    link = {};
+    --count_;
+  }
+
   std::mutex mutex_;
-  std::unordered_set<ArrayCore*> arrays_;
+  ArrayCore* head_ = nullptr;
+  std::size_t count_ = 0;
 };
 
 EvictionRegistry& eviction_registry() {
@@ -227,10 +247,24 @@ ArrayCore::ArrayCore(ArrayCore&& other) noexcept
       storage_(other.storage_),
       host_default_(other.host_default_),
       device_default_(other.device_default_) {
-  swap(other);
   // The label goes with the value (a factory that returns a labeled array keeps the label); the
   // number stays with the object. Under the locks: eviction may be tracing either array.
   std::scoped_lock lock(mutex_, other.mutex_);
+  swap_locked(other);
+  label_ = std::move(other.label_);
+}
+
+void ArrayCore::move_assign(ArrayCore& other) noexcept {
+  if (this == &other) return;
+  release_all();
+  std::scoped_lock lock(mutex_, other.mutex_);
+  swap_locked(other);
+  // `other` is empty now and keeps its own options, as a moved-from std::vector its allocator.
+  other.host_resource_ = host_resource_;
+  other.device_resource_ = device_resource_;
+  other.host_default_ = host_default_;
+  other.device_default_ = device_default_;
+  other.storage_ = storage_;
   label_ = std::move(other.label_);
 }
 
@@ -288,6 +322,10 @@ void ArrayCore::settle_unwritten(Side side) noexcept {
 void ArrayCore::swap(ArrayCore& other) noexcept {
   if (this == &other) return;
   std::scoped_lock lock(mutex_, other.mutex_);
+  swap_locked(other);
+}
+
+void ArrayCore::swap_locked(ArrayCore& other) noexcept {
   // The registry is keyed by address: re-register whichever side now holds a device buffer.
   if (device_ != nullptr) eviction_registry().remove(this);
   if (other.device_ != nullptr) eviction_registry().remove(&other);

@@ -232,6 +232,16 @@ TEST(Observability, TraceNamesArraysByNumberAndLabelNotByAddress) {
   EXPECT_NE(taken.id(), id);
   EXPECT_EQ(weights.label(), "");  // NOLINT(bugprone-use-after-move)
   EXPECT_EQ(weights.id(), id);
+  SmartArray<double> assigned(3, 1.5);
+  assigned.set_label("old");
+  const std::uint64_t assigned_id = assigned.id();
+  SmartArray<double> source(other);
+  source.set_label("moved");
+  assigned = std::move(source);  // move assignment too: the label goes with the value
+  EXPECT_EQ(assigned.label(), "moved");
+  EXPECT_EQ(assigned.id(), assigned_id);
+  EXPECT_EQ(source.label(), "");  // NOLINT(bugprone-use-after-move)
+  EXPECT_TRUE(source.empty());
   weights.set_label("w");
   weights.set_label("");
   EXPECT_EQ(weights.label(), "");

@@ -464,13 +464,11 @@ class SmartArray {
     core_.assign_copy(other.core_);
     return *this;
   }
-  /// @brief O(1); `other` is left empty.
+  /// @brief O(1): frees what this array held, then takes `other`'s contents, options and label;
+  ///        `other` is left empty, with its options.
   /// @param other the array to take the contents of.
   SmartArray& operator=(SmartArray&& other) noexcept {
-    if (this != std::addressof(other)) {
-      SmartArray taken(std::move(other));
-      swap(taken);
-    }
+    core_.move_assign(other.core_);
     return *this;
   }
   /// @brief Replaces the contents with `values` (see assign).

@@ -107,6 +107,9 @@ class ArrayCore {
   ArrayCore& operator=(ArrayCore&&) = delete;
   /// Exchanges the whole state of two arrays (O(1)).
   void swap(ArrayCore& other) noexcept;
+  /// Move assignment: frees what this array held (as its destructor would), takes `other`'s
+  /// contents, options and label, and leaves `other` empty with its own options. O(1).
+  void move_assign(ArrayCore& other) noexcept;
 
   /// Makes this empty array hold `bytes` uninitialized bytes valid on the device only, written
   /// on `stream`. Two-buffer modes allocate no host memory until the host needs it.
@@ -264,6 +267,14 @@ class ArrayCore {
   std::size_t evict_device_locked(bool allow_dirty);
   /// The array's lock (the eviction registry try-locks it).
   [[nodiscard]] std::mutex& mutex() const noexcept { return mutex_; }
+  /// This array's place in the eviction registry's list (linked while it holds a pooled device
+  /// buffer): adding and removing it allocate nothing. Only the registry, under its lock, uses it.
+  struct EvictionLink {
+    ArrayCore* previous = nullptr;
+    ArrayCore* next = nullptr;
+    bool linked = false;
+  };
+  [[nodiscard]] EvictionLink& eviction_link() noexcept { return eviction_link_; }
   [[nodiscard]] std::uint64_t last_use() const noexcept {
     return last_use_.load(std::memory_order_relaxed);
   }
@@ -288,6 +299,8 @@ class ArrayCore {
   }
   /// The copy constructors' work, under `other`'s lock: each side copies what it holds valid.
   void copy_valid_data(const ArrayCore& other);
+  /// swap's exchange, with both locks held.
+  void swap_locked(ArrayCore& other) noexcept;
   /// Ends the unwritten state at the first access of `side`: the other side, which has no buffer,
   /// holds nothing valid.
   void settle_unwritten(Side side) noexcept;
@@ -413,6 +426,7 @@ class ArrayCore {
   /// the slow path, which recomputes it.
   bool host_writable_ = true;
   std::atomic<std::uint64_t> last_use_{0};
+  EvictionLink eviction_link_;
   mutable std::mutex mutex_;
   TransferCounters counters_;
   /// Device view tracking: the slot (0 until the first device view) and the size, device buffer
