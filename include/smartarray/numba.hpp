@@ -13,6 +13,7 @@
 #include <smartarray/error.hpp>
 #include <smartarray/smart_array.hpp>
 #include <smartarray/stream.hpp>
+#include <smartarray/detail/array_factory.hpp>
 
 #include <cstddef>
 #include <ranges>
@@ -20,27 +21,6 @@
 #include <vector>
 
 namespace smartarray {
-
-namespace detail {
-
-/// The constructions that need the core of a fresh array.
-struct ArrayFactory {
-  template <typename T>
-  static SmartArray<T> device_only(std::size_t n, StreamRef stream, const ArrayOptions& options) {
-    SmartArray<T> array(options);
-    array.core_.make_device_only(SmartArray<T>::checked_bytes(n, "device_array"), stream);
-    return array;
-  }
-  template <typename T>
-  static SmartArray<T> wrap(T* ptr, std::size_t n, const ArrayOptions& options) {
-    SmartArray<T> array(options);
-    array.core_.wrap_device(reinterpret_cast<std::byte*>(ptr),
-                            SmartArray<T>::checked_bytes(n, "wrap_device"));
-    return array;
-  }
-};
-
-}  // namespace detail
 
 /**
  * @brief Numba's `cuda.to_device(ary, stream)`: a copy of `range` that is valid on the device (and

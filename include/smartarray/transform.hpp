@@ -39,6 +39,7 @@
 #include <smartarray/smart_array.hpp>
 #include <smartarray/stream.hpp>
 #include <smartarray/detail/adapter_traits.hpp>
+#include <smartarray/detail/array_factory.hpp>
 
 #include <cuda/std/tuple>
 #include <cuda/std/utility>
@@ -264,8 +265,9 @@ template <typename F, typename... Args>
         std::size_t index = 0;
         (check_operand_size("map", ins, ++index, n, "the first array operand"), ...);
         require_kernel_compiler("map", n);
-        // Written on the device with discard intent: no memory on the host until it is read there.
-        SmartArray<R> result(n, no_init);
+        // Valid on the device only, written there on `stream` (the kernel below is its first
+        // use): no memory on the host until it is read there.
+        SmartArray<R> result = ArrayFactory::device_only<R>(n, stream, ArrayOptions{});
         transform_on(where, stream, result, f, ins...);
         return result;
       },
