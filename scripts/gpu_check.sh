@@ -4,7 +4,7 @@
 # and the demo, run the benchmarks and then the ratio targets again as interleaved repetitions
 # (scripts/bench_targets.sh), and print a summary last. Logs go to gpu-out/ and, packed, to $OUT.
 #   bash scripts/gpu_check.sh [--no-tests] [--no-bench] [--bench-filter REGEX] [--results DIR]
-#                             [--sanitize]
+#                             [--sanitize] [--python [--wheels DIR]]
 # Tests and benchmarks each fit in one 10-minute call on 16 cores: run them as two calls,
 # `--no-bench` then `--no-tests` (which builds only the benchmarks if the build is not there).
 # --results DIR (default gpu-out/results) receives the canonical result set and nothing else: one
@@ -14,6 +14,12 @@
 #   $OUT/results. --bench-filter makes it a partial set.
 # --sanitize also runs compute-sanitizer's memcheck, racecheck, synccheck and initcheck over the
 #   tests and examples (scripts/compute_sanitizer.sh) and fails the call on any error.
+# --python builds the Python package into build-py/gpu-venv over $PYTHON (default
+#   /opt/torch/.venv/bin/python where it exists, else python3; its Numba, CuPy and PyTorch are
+#   shared), runs its pytest suite on the cuda backend and the seed benchmark
+#   (python/benchmarks/bench_seed.py, JSON into the results folder). --wheels DIR installs
+#   scikit-build-core, nanobind and pytest offline from wheels in DIR. Alone with --no-tests and
+#   --no-bench, nothing of the C++ build is made.
 # Environment:
 #   SMARTARRAY_GIT_COMMIT  the commit each JSON records; taken from git when the tree has .git,
 #                          else pass it (a copied tree without .git otherwise records "unknown")
@@ -33,8 +39,12 @@ tests=1
 bench=1
 filter="."
 sanitize=0
+python=0
+wheels=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    --python) python=1 ;;
+    --wheels) wheels="$(realpath "$2")"; shift ;;
     --no-tests) tests=0 ;;
     --no-bench) bench=0 ;;
     --bench-filter) filter="$2"; shift ;;
@@ -55,6 +65,26 @@ if [ -z "${SMARTARRAY_GIT_COMMIT:-}" ] && command -v git > /dev/null && [ -e .gi
 fi
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee "${out}/gpu.txt"
+status=0
+: > "${out}/summary.txt"
+if [ "${python}" -eq 1 ]; then
+  base="${PYTHON:-}"
+  [ -n "${base}" ] || { [ -x /opt/torch/.venv/bin/python ] && base=/opt/torch/.venv/bin/python; } || base=python3
+  pip_env=()
+  [ -z "${wheels}" ] || pip_env=(PIP_NO_INDEX=1 PIP_FIND_LINKS="${wheels}")
+  env "${pip_env[@]}" PYTHON="${base}" PYTHON_SHARE_SITE=1 VENV=build-py/gpu-venv \
+    CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" SMARTARRAY_BACKEND=cuda \
+    bash scripts/python_test.sh > "${out}/pytest.log" 2>&1 || status=1
+  echo "pytest (cuda): $(grep -E '(passed|failed|error)' "${out}/pytest.log" | tail -1)" | tee -a "${out}/summary.txt"
+  mkdir -p "${results}"
+  SMARTARRAY_BACKEND=cuda build-py/gpu-venv/bin/python python/benchmarks/bench_seed.py \
+    --out "${results}/python_bench.json" > "${out}/python_bench.txt" 2>&1 || status=1
+  tail -n 30 "${out}/python_bench.txt" >> "${out}/summary.txt"
+  if [ "${tests}" -eq 0 ] && [ "${bench}" -eq 0 ] && [ "${sanitize}" -eq 0 ]; then
+    [ -z "${OUT:-}" ] || { tar czf "${OUT}/gpu-out.tgz" "${out}"; cp "${out}/summary.txt" "${OUT}/"; }
+    echo "==== summary ===="; cat "${out}/summary.txt"; exit ${status}
+  fi
+fi
 build="${BUILD_DIR:-build-gpu}"
 configure=(-DCMAKE_BUILD_TYPE=Release -DSMARTARRAY_WARNINGS_AS_ERRORS=ON)
 if [ ! -f "${build}/CMakeCache.txt" ]; then
@@ -75,8 +105,6 @@ fi
 cmake --build "${build}" -j "${jobs}" "${targets[@]}" > "${out}/build.log" 2>&1 ||
   { grep -E "error|Error" -A3 "${out}/build.log" | head -80; exit 1; }
 
-status=0
-: > "${out}/summary.txt"
 if [ "${tests}" -eq 1 ]; then
   # Each GoogleTest binary on each backend (the longer differential run on the GPU), then the
   # examples, latency runs and compile-fail checks through CTest.

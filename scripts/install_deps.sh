@@ -2,7 +2,7 @@
 # Installs what the build needs when it is missing (Debian/Ubuntu, as root). On a machine that
 # already has everything (the GPU machines, CI after the first run) it installs nothing.
 #   bash scripts/install_deps.sh [--python]
-# --python also makes sure python3 can make virtual environments with pip (the CI checks that take
+# --python also makes sure python3 (or $PYTHON) can make virtual environments with pip (the CI checks that take
 # CUDA 12 headers and CMake 3.22 from PyPI: header_check.sh, cmake_compat.sh).
 set -euo pipefail
 
@@ -14,7 +14,7 @@ command -v make >/dev/null 2>&1 || missing+=(make)
 [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
 [ -f /usr/include/benchmark/benchmark.h ] || missing+=(libbenchmark-dev)
 if [ "${1:-}" = "--python" ]; then
-  python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv python3-pip)
+  "${PYTHON:-python3}" -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv python3-pip)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

@@ -1,0 +1,141 @@
+"""smartarray for Python: Numba's SmartArray API on the C++ smartarray core.
+
+One array, a host copy and a device copy, copied only when a side you ask for is stale, with
+exact transfer counts. Zero-copy interop through ``__cuda_array_interface__`` v3 (Numba, CuPy,
+PyTorch) and DLPack (NumPy, CuPy, PyTorch, JAX). See docs/python.md.
+"""
+import contextlib
+
+import numpy as np
+
+from . import _ext
+from ._array import (DeviceArrayView, SmartArray, asarray, backend, from_dlpack)
+from ._dtypes import SUPPORTED as supported_dtypes
+from ._dtypes import check_dtype as _check_dtype
+from ._streams import forget_stream, forget_unused_streams, stream_handle
+
+__all__ = [
+    "SmartArray", "DeviceArrayView", "asarray", "from_dlpack", "backend", "to_device",
+    "device_array", "device_array_like", "pinned_array", "mapped_array", "transfer_stats",
+    "expect_transfers", "TransferMismatch", "synchronize", "synchronize_device", "trace_enabled",
+    "stream_handle", "forget_stream", "forget_unused_streams", "supported_dtypes", "device_name",
+]
+__version__ = "0.1.0"
+
+device_name = _ext.device_name
+synchronize_device = _ext.synchronize_device
+trace_enabled = _ext.trace_enabled
+
+
+def synchronize(stream=0):
+    """Waits for the work queued on `stream` (any stream kind, or an int handle)."""
+    _ext._synchronize(stream_handle(stream))
+
+
+# --- Numba's cuda memory API ---------------------------------------------------------------------
+
+def to_device(obj, stream=0, copy=True, to=None):
+    """Numba's ``cuda.to_device(obj, stream=0, copy=True, to=None)``: a SmartArray valid on the
+    device and on the host (one H2D on `stream`). With `to`, `obj` is copied into that array."""
+    if to is not None:
+        to.copy_to_device(obj, stream=stream)
+        return to
+    return SmartArray(obj, copy=copy, where="gpu", stream=stream)
+
+
+def _shaped(shape, dtype, strides, order):
+    if strides is not None:
+        dt = _check_dtype(dtype)
+        arr_order = _order_of_strides(shape, strides, dt.itemsize)
+        if arr_order is None:
+            raise ValueError(f"strides {strides} are not contiguous for shape {shape}")
+        order = arr_order
+    if order not in ("C", "F"):
+        raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+    return order
+
+
+def _order_of_strides(shape, strides, itemsize):
+    from ._array import _contiguous_order, _normalize_shape
+    return _contiguous_order(_normalize_shape(shape), tuple(strides), itemsize)
+
+
+def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
+    """Numba's ``cuda.device_array``: uninitialized, valid on the device only (no host memory
+    until the host needs it)."""
+    order = _shaped(shape, dtype, strides, order)
+    return SmartArray(shape=shape, dtype=dtype, order=order, where="gpu", stream=stream)
+
+
+def device_array_like(ary, stream=0):
+    """Numba's ``cuda.device_array_like(ary)``: same shape, dtype and order; device-only."""
+    order = "F" if (getattr(ary, "flags", None) is not None and ary.flags.f_contiguous and
+                    not ary.flags.c_contiguous) else getattr(ary, "_order", "C")
+    return device_array(ary.shape, ary.dtype, order=order, stream=stream)
+
+
+def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
+    """Numba's ``cuda.pinned_array``: a zero-filled SmartArray whose host copy is pinned
+    (MemoryError when pinned memory cannot be had, never silently pageable)."""
+    order = _shaped(shape, dtype, strides, order)
+    out = SmartArray.__new__(SmartArray)
+    _init_empty(out, shape, dtype, order, "explicit", pinned=True)
+    return out
+
+
+def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, portable=False,
+                 wc=False):
+    """Numba's ``cuda.mapped_array``: a SmartArray in mapped mode (kernels read the pinned host
+    buffer directly; nothing is ever copied)."""
+    order = _shaped(shape, dtype, strides, order)
+    out = SmartArray.__new__(SmartArray)
+    _init_empty(out, shape, dtype, order, "mapped", portable=portable, write_combined=wc)
+    out.stream = stream_handle(stream)
+    return out
+
+
+def _init_empty(out, shape, dtype, order, mode, **kw):
+    from ._array import _normalize_shape
+    _ext._Core.__init__(out)
+    out._owner = None
+    out.stream = 0
+    out._configure(_normalize_shape(shape), _check_dtype(dtype), order)
+    out._alloc_host(0, out.nbytes, mode, **kw)
+
+
+# --- counters ------------------------------------------------------------------------------------
+
+def transfer_stats():
+    """The process-wide transfer counters (a dict: h2d_count, h2d_bytes, d2h_count, d2h_bytes,
+    d2d_count, d2d_bytes, prefetch_*, allocation_*, wait_count)."""
+    return _ext._global_transfer_stats()
+
+
+class TransferMismatch(AssertionError):
+    """An expect_transfers() block made other transfers than expected."""
+
+
+@contextlib.contextmanager
+def expect_transfers(h2d=0, d2h=0, d2d=0, *, h2d_bytes=None, d2h_bytes=None, d2d_bytes=None,
+                     array=None):
+    """C++'s ExpectTransfers: the block must make exactly these copies (process-wide, or of
+    `array`'s own counters); bytes are checked when given. Raises TransferMismatch naming the
+    observed counts. Yields a callable that returns the counts observed so far."""
+    read = array.transfer_stats if array is not None else transfer_stats
+    start = read()
+
+    def observed():
+        now = read()
+        return {k: now[k] - start[k] for k in now}
+
+    yield observed
+    got = observed()
+    expected = {"h2d_count": h2d, "d2h_count": d2h, "d2d_count": d2d}
+    for key, value in (("h2d_bytes", h2d_bytes), ("d2h_bytes", d2h_bytes),
+                       ("d2d_bytes", d2d_bytes)):
+        if value is not None:
+            expected[key] = value
+    wrong = {k: (v, got[k]) for k, v in expected.items() if got[k] != v}
+    if wrong:
+        parts = ", ".join(f"{k}: expected {e}, observed {o}" for k, (e, o) in wrong.items())
+        raise TransferMismatch(f"expect_transfers: {parts} (observed {got})")

@@ -1,0 +1,394 @@
+// The smartarray Python extension: a type-erased SmartArray<std::byte> (the residency, transfers
+// and streams stay in C++), the buffer protocol, and DLPack capsules. Shape, dtype and order live
+// in the Python class (python/smartarray/_array.py), which subclasses _Core and hands the layout
+// down through _set_layout for the buffer protocol. Plain C++: the public headers compile with g++.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/optional.h>
+
+#include <smartarray/smartarray.hpp>
+#include <smartarray/numba.hpp>
+#include <smartarray/observability.hpp>
+#include <smartarray/runtime.hpp>
+#include <smartarray/stream.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace nb = nanobind;
+namespace sa = smartarray;
+
+namespace {
+
+// --- DLPack 1.x (dlpack.h), the subset used here --------------------------------------------
+struct DLPackVersion { uint32_t major; uint32_t minor; };
+struct DLDevice { int32_t device_type; int32_t device_id; };
+struct DLDataType { uint8_t code; uint8_t bits; uint16_t lanes; };
+struct DLTensor {
+  void* data; DLDevice device; int32_t ndim; DLDataType dtype;
+  int64_t* shape; int64_t* strides; uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor; void* manager_ctx; void (*deleter)(DLManagedTensor*);
+};
+struct DLManagedTensorVersioned {
+  DLPackVersion version; void* manager_ctx; void (*deleter)(DLManagedTensorVersioned*);
+  uint64_t flags; DLTensor dl_tensor;
+};
+constexpr uint64_t kReadOnly = 1;
+constexpr int32_t kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
+
+sa::StreamRef stream_of(std::uintptr_t handle) {
+  return sa::StreamRef(reinterpret_cast<void*>(handle));
+}
+
+sa::Access access_of(int access) {
+  switch (access) {
+    case 0: return sa::Access::read;
+    case 1: return sa::Access::read_write;
+    case 2: return sa::Access::discard;
+  }
+  throw std::invalid_argument("access must be 0 (read), 1 (read_write) or 2 (discard)");
+}
+
+sa::MemoryMode mode_of(const std::string& mode) {
+  if (mode == "explicit") return sa::MemoryMode::explicit_copy;
+  if (mode == "pageable") return sa::MemoryMode::pageable;
+  if (mode == "mapped") return sa::MemoryMode::mapped;
+  if (mode == "managed") return sa::MemoryMode::managed;
+  throw std::invalid_argument("mode must be 'explicit', 'pageable', 'mapped' or 'managed', not '" +
+                              mode + "'");
+}
+
+nb::dict stats_dict(const sa::TransferStats& s) {
+  nb::dict d;
+  d["h2d_count"] = s.h2d_count; d["h2d_bytes"] = s.h2d_bytes;
+  d["d2h_count"] = s.d2h_count; d["d2h_bytes"] = s.d2h_bytes;
+  d["d2d_count"] = s.d2d_count; d["d2d_bytes"] = s.d2d_bytes;
+  d["prefetch_count"] = s.prefetch_count; d["prefetch_bytes"] = s.prefetch_bytes;
+  d["allocation_count"] = s.allocation_count; d["allocation_bytes"] = s.allocation_bytes;
+  d["wait_count"] = s.wait_count;
+  return d;
+}
+
+/// The C++ state of one Python SmartArray.
+struct Core {
+  // Shared by the views that reshape() and ravel() make: one residency, several layouts.
+  std::shared_ptr<sa::SmartArray<std::byte>> shared = std::make_shared<sa::SmartArray<std::byte>>();
+  sa::SmartArray<std::byte>& arr() const { return *shared; }
+  // Layout, for the buffer protocol and DLPack (set by the Python class).
+  std::vector<Py_ssize_t> shape{0};
+  std::vector<Py_ssize_t> strides{1};
+  std::string format = "B";
+  Py_ssize_t itemsize = 1;
+  std::vector<int64_t> dl_shape{0}, dl_strides{1};  // strides in elements
+  DLDataType dl_dtype{1, 8, 1};
+  int exports = 0;  // live buffer-protocol exports
+  bool writable_export = false;  // a _HostBuffer made by SmartArray.buffer(writable=True)
+
+  std::size_t nbytes() const { return arr().size(); }
+  std::uintptr_t host_ptr(int access, std::optional<std::uintptr_t> stream) {
+    std::optional<sa::StreamRef> s;
+    if (stream) s = stream_of(*stream);
+    return reinterpret_cast<std::uintptr_t>(arr().host_view(access_of(access), s).data());
+  }
+  std::uintptr_t device_ptr(int access, std::uintptr_t stream) {
+    return reinterpret_cast<std::uintptr_t>(arr().device_view(access_of(access), stream_of(stream)).data());
+  }
+};
+
+// --- buffer protocol ----------------------------------------------------------------------------
+
+int core_getbuffer(PyObject* self, Py_buffer* view, int flags) {
+  Core* core = nb::inst_ptr<Core>(self);
+  const bool writable = (flags & PyBUF_WRITABLE) != 0 || core->writable_export;
+  void* ptr = nullptr;
+  try {
+    // A writable export is a read_write host acquire (the device copy becomes stale: NumPy may
+    // write through it); a read-only one is a read acquire.
+    ptr = reinterpret_cast<void*>(core->host_ptr(writable ? 1 : 0, std::nullopt));
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    view->obj = nullptr;
+    return -1;
+  }
+  view->buf = ptr;
+  view->obj = Py_NewRef(self);
+  view->len = static_cast<Py_ssize_t>(core->nbytes());
+  view->readonly = writable ? 0 : 1;
+  view->itemsize = core->itemsize;
+  view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(core->format.c_str()) : nullptr;
+  view->ndim = static_cast<int>(core->shape.size());
+  view->shape = (flags & PyBUF_ND) ? core->shape.data() : nullptr;
+  view->strides = ((flags & PyBUF_STRIDES) == PyBUF_STRIDES) ? core->strides.data() : nullptr;
+  view->suboffsets = nullptr;
+  view->internal = nullptr;
+  if (!(flags & PyBUF_STRIDES)) {
+    // Callers that want no strides need C-contiguous memory.
+    Py_ssize_t expect = core->itemsize;
+    bool c_contig = true;
+    for (int i = view->ndim - 1; i >= 0; --i) {
+      if (core->shape[i] > 1 && core->strides[i] != expect) c_contig = false;
+      expect *= core->shape[i];
+    }
+    if (!c_contig) {
+      Py_CLEAR(view->obj);
+      PyErr_SetString(PyExc_BufferError, "SmartArray: the array is not C-contiguous");
+      return -1;
+    }
+  }
+  ++core->exports;
+  return 0;
+}
+
+void core_releasebuffer(PyObject* self, Py_buffer*) { --nb::inst_ptr<Core>(self)->exports; }
+
+PyType_Slot core_slots[] = {{Py_bf_getbuffer, reinterpret_cast<void*>(core_getbuffer)},
+                            {Py_bf_releasebuffer, reinterpret_cast<void*>(core_releasebuffer)},
+                            {0, nullptr}};
+
+// --- DLPack export ------------------------------------------------------------------------------
+
+struct ExportCtx {
+  PyObject* owner;  // the SmartArray, kept alive while the consumer holds the tensor
+  std::vector<int64_t> shape, strides;
+};
+
+void release_owner(ExportCtx* ctx) {
+  if (Py_IsInitialized()) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_XDECREF(ctx->owner);
+    PyGILState_Release(g);
+  }
+  delete ctx;
+}
+void delete_versioned(DLManagedTensorVersioned* t) {
+  release_owner(static_cast<ExportCtx*>(t->manager_ctx));
+  delete t;
+}
+void delete_legacy(DLManagedTensor* t) {
+  release_owner(static_cast<ExportCtx*>(t->manager_ctx));
+  delete t;
+}
+void capsule_versioned_destructor(PyObject* capsule) {
+  if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {  // never consumed
+    auto* t = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+    if (t && t->deleter) t->deleter(t);
+  } else {
+    PyErr_Clear();
+  }
+}
+void capsule_legacy_destructor(PyObject* capsule) {
+  if (PyCapsule_IsValid(capsule, "dltensor")) {
+    auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+    if (t && t->deleter) t->deleter(t);
+  } else {
+    PyErr_Clear();
+  }
+}
+
+/// A capsule over the host copy (device_type kDLCPU) or the device copy.
+/// A device capsule is acquired on `stream` (the array's); `consumer_stream` then waits for it.
+nb::object make_capsule(Core& core, bool versioned, bool on_host, int access,
+                        std::uintptr_t stream, int device_id, std::uintptr_t consumer_stream) {
+  void* data = on_host ? reinterpret_cast<void*>(core.host_ptr(access, std::nullopt))
+                       : reinterpret_cast<void*>(core.device_ptr(access, stream));
+  if (!on_host) sa::detail::stream_wait_stream(stream_of(consumer_stream), stream_of(stream));
+  nb::handle self = nb::find(&core);
+  auto* ctx = new ExportCtx{Py_NewRef(self.ptr()), core.dl_shape, core.dl_strides};
+  DLTensor tensor{};
+  tensor.data = data;
+  tensor.device = on_host ? DLDevice{kDLCPU, 0} : DLDevice{kDLCUDA, device_id};
+  tensor.ndim = static_cast<int32_t>(ctx->shape.size());
+  tensor.dtype = core.dl_dtype;
+  tensor.shape = ctx->shape.data();
+  tensor.strides = ctx->strides.data();
+  tensor.byte_offset = 0;
+  PyObject* capsule = nullptr;
+  if (versioned) {
+    auto* t = new DLManagedTensorVersioned{};
+    t->version = {1, 0};
+    t->manager_ctx = ctx;
+    t->deleter = delete_versioned;
+    t->flags = access == 0 ? kReadOnly : 0;
+    t->dl_tensor = tensor;
+    capsule = PyCapsule_New(t, "dltensor_versioned", capsule_versioned_destructor);
+    if (!capsule) { delete_versioned(t); throw nb::python_error(); }
+  } else {
+    auto* t = new DLManagedTensor{};
+    t->dl_tensor = tensor;
+    t->manager_ctx = ctx;
+    t->deleter = delete_legacy;
+    capsule = PyCapsule_New(t, "dltensor", capsule_legacy_destructor);
+    if (!capsule) { delete_legacy(t); throw nb::python_error(); }
+  }
+  return nb::steal(capsule);
+}
+
+// --- DLPack import ------------------------------------------------------------------------------
+
+/// Keeps an imported tensor alive; calls the producer's deleter when the last SmartArray over it
+/// goes away.
+struct Imported {
+  DLManagedTensor* legacy = nullptr;
+  DLManagedTensorVersioned* versioned = nullptr;
+  Imported() = default;
+  Imported(const Imported&) = delete;
+  Imported& operator=(const Imported&) = delete;
+  ~Imported() {
+    if (versioned && versioned->deleter) versioned->deleter(versioned);
+    if (legacy && legacy->deleter) legacy->deleter(legacy);
+  }
+};
+
+nb::tuple import_capsule(nb::handle capsule_obj) {
+  PyObject* capsule = capsule_obj.ptr();
+  auto keep = std::make_unique<Imported>();
+  DLTensor* t = nullptr;
+  bool readonly = false;
+  if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+    keep->versioned = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+    if (keep->versioned->version.major > 1) {
+      const auto major = keep->versioned->version.major;
+      keep->versioned = nullptr;  // the capsule stays unconsumed: its own destructor frees it
+      throw std::invalid_argument("from_dlpack: DLPack major version " + std::to_string(major) +
+                                  " is not supported (1 is)");
+    }
+    t = &keep->versioned->dl_tensor;
+    readonly = (keep->versioned->flags & kReadOnly) != 0;
+    PyCapsule_SetName(capsule, "used_dltensor_versioned");
+  } else if (PyCapsule_IsValid(capsule, "dltensor")) {
+    keep->legacy = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+    t = &keep->legacy->dl_tensor;
+    PyCapsule_SetName(capsule, "used_dltensor");
+  } else {
+    PyErr_Clear();
+    throw std::invalid_argument("from_dlpack: not an unconsumed DLPack capsule");
+  }
+  nb::list shape, strides;
+  for (int i = 0; i < t->ndim; ++i) shape.append(t->shape[i]);
+  nb::object strides_obj = nb::none();
+  if (t->strides) {
+    for (int i = 0; i < t->ndim; ++i) strides.append(t->strides[i]);
+    strides_obj = strides;
+  }
+  auto ptr = reinterpret_cast<std::uintptr_t>(static_cast<char*>(t->data) + t->byte_offset);
+  nb::object keeper = nb::cast(keep.release(), nb::rv_policy::take_ownership);
+  return nb::make_tuple(ptr, t->device.device_type, t->device.device_id, shape, strides_obj,
+                        nb::make_tuple(t->dtype.code, t->dtype.bits, t->dtype.lanes), readonly,
+                        keeper);
+}
+
+}  // namespace
+
+NB_MODULE(_ext, m) {
+  m.doc() = "smartarray's C++ core (SmartArray<std::byte> with Python-side shape and dtype)";
+
+  nb::class_<Imported>(m, "_Imported");
+
+  // The buffer protocol is on _HostBuffer (SmartArray.buffer()), not on SmartArray itself: Numba
+  // types any buffer-protocol object as a host buffer before it looks at
+  // __cuda_array_interface__, so a SmartArray passed to a cuda.jit kernel must not be one.
+  struct HostBuffer : Core {};
+  nb::class_<Core>(m, "_Core")
+      .def(nb::init<>())
+      .def("_alloc_host",
+           [](Core& c, std::uintptr_t src, std::size_t nbytes, const std::string& mode, bool pinned,
+              bool portable, bool write_combined) {
+             sa::ArrayOptions options{.mode = mode_of(mode), .portable = portable,
+                                      .write_combined = write_combined, .require_pinned = pinned};
+             if (src != 0) {
+               std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(src), nbytes);
+               *c.shared = sa::SmartArray<std::byte>(bytes, options);
+             } else {
+               *c.shared = sa::SmartArray<std::byte>(nbytes, options);
+             }
+           },
+           nb::arg("src"), nb::arg("nbytes"), nb::arg("mode") = "explicit", nb::arg("pinned") = false,
+           nb::arg("portable") = false, nb::arg("write_combined") = false)
+      .def("_alloc_device",
+           [](Core& c, std::size_t nbytes, std::uintptr_t stream, const std::string& mode) {
+             *c.shared = sa::device_array<std::byte>(nbytes, stream_of(stream),
+                                                   sa::ArrayOptions{.mode = mode_of(mode)});
+           })
+      .def("_wrap_device",
+           [](Core& c, std::uintptr_t ptr, std::size_t nbytes) {
+             *c.shared = sa::wrap_device<std::byte>(reinterpret_cast<std::byte*>(ptr), nbytes);
+           })
+      .def("_set_layout",
+           [](Core& c, std::vector<Py_ssize_t> shape, std::vector<Py_ssize_t> strides,
+              std::string format, Py_ssize_t itemsize, std::tuple<int, int, int> dl_dtype) {
+             if (c.exports != 0) throw std::runtime_error("SmartArray: a buffer export is live");
+             c.shape = std::move(shape);
+             c.strides = std::move(strides);
+             c.format = std::move(format);
+             c.itemsize = itemsize;
+             c.dl_shape.assign(c.shape.begin(), c.shape.end());
+             c.dl_strides.clear();
+             for (Py_ssize_t s : c.strides) c.dl_strides.push_back(s / itemsize);
+             c.dl_dtype = DLDataType{static_cast<uint8_t>(std::get<0>(dl_dtype)),
+                                     static_cast<uint8_t>(std::get<1>(dl_dtype)),
+                                     static_cast<uint16_t>(std::get<2>(dl_dtype))};
+           })
+      .def("_share", [](Core& c, const Core& other) { c.shared = other.shared; })
+      .def_prop_ro("_nbytes", &Core::nbytes)
+      .def("_host_ptr", &Core::host_ptr, nb::arg("access"), nb::arg("stream") = nb::none())
+      .def("_device_ptr", &Core::device_ptr)
+      .def("_host",
+           [](Core& c) { return reinterpret_cast<std::uintptr_t>(c.arr().host().data()); })
+      .def("_gpu",
+           [](Core& c, std::uintptr_t stream) {
+             return reinterpret_cast<std::uintptr_t>(c.arr().gpu(stream_of(stream)).data());
+           })
+      .def("_host_changed", [](Core& c) { c.arr().host_changed(); })
+      .def("_gpu_changed", [](Core& c, std::uintptr_t stream) { c.arr().gpu_changed(stream_of(stream)); })
+      .def("_copy_to",
+           [](const Core& c, std::uintptr_t dest, std::size_t nbytes, std::uintptr_t stream) {
+             c.arr().copy_to(std::span<std::byte>(reinterpret_cast<std::byte*>(dest), nbytes),
+                             stream_of(stream));
+           })
+      .def("_is_valid", [](const Core& c, bool device) {
+             return c.arr().is_valid(device ? sa::Side::device : sa::Side::host);
+           })
+      .def("_transfer_stats", [](const Core& c) { return stats_dict(c.arr().transfer_stats()); })
+      .def_prop_ro("_id", [](const Core& c) { return c.arr().id(); })
+      .def("_set_label", [](Core& c, std::string label) { c.arr().set_label(std::move(label)); })
+      .def("_label", [](const Core& c) { return c.arr().label(); })
+      .def("_memory_mode", [](const Core& c) { return std::string(sa::to_string(c.arr().memory_mode())); })
+      .def("_dlpack", &make_capsule, nb::arg("versioned"), nb::arg("on_host"), nb::arg("access"),
+           nb::arg("stream"), nb::arg("device_id"), nb::arg("consumer_stream") = 0);
+
+  nb::class_<HostBuffer, Core>(m, "_HostBuffer", nb::type_slots(core_slots), nb::dynamic_attr())
+      .def(nb::init<>())
+      .def("_set_writable", [](HostBuffer& c, bool w) { c.writable_export = w; });
+
+  m.def("_import_capsule", &import_capsule);
+  m.def("backend", [] { return std::string(sa::to_string(sa::backend())); },
+        "The backend in use: 'cuda' or 'host' (SMARTARRAY_BACKEND chooses; default: cuda when a "
+        "GPU is present).");
+  m.def("device_name", [] { return sa::device_properties().name; });
+  m.def("device_ordinal", [] { return sa::device_properties().ordinal; });
+  m.def("_global_transfer_stats", [] { return stats_dict(sa::global_transfer_stats()); });
+  m.def("_synchronize", [](std::uintptr_t stream) {
+    nb::gil_scoped_release nogil;
+    sa::synchronize(stream_of(stream));
+  });
+  m.def("forget_stream", [](std::uintptr_t stream) {
+    nb::gil_scoped_release nogil;
+    sa::forget_stream(stream_of(stream));
+  }, "Waits for a stream's work and makes the pools and arrays forget it (before it is destroyed).");
+  m.def("synchronize_device", [] {
+    nb::gil_scoped_release nogil;
+    sa::synchronize_device();
+  });
+  m.def("trace_enabled", [] { return sa::trace_enabled(); });
+}
