@@ -4,6 +4,7 @@
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/pool_resource.hpp>
+#include <smartarray/memory/statistics_adaptor.hpp>
 #include "host_memory.hpp"
 #include "parallel_copy.hpp"
 
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <iostream>
 #include <new>
+#include <unordered_map>
 
 namespace smartarray::detail {
 namespace {
@@ -61,16 +63,18 @@ struct AcquireScope {
   const smartarray::source_location* previous_where;
 };
 
-/// Arrays that hold device buffers, in an intrusive list (no allocation per array). The device
-/// pool's eviction hook drops their copies: clean ones first, then dirty ones (written back), least
-/// recently used first.
+}  // namespace
+
+/// The arrays whose device buffers one pool holds, in an intrusive list (no allocation per array).
+/// The pool's eviction hook drops their copies: clean ones first, then dirty ones (written back),
+/// least recently used first.
 class EvictionRegistry {
  public:
   void add(ArrayCore* core) noexcept {
     std::lock_guard lock(mutex_);
     ArrayCore::EvictionLink& link = core->eviction_link();
-    if (link.linked) return;
-    link = {nullptr, head_, true};
+    if (link.registry != nullptr) return;
+    link = {this, nullptr, head_};
     if (head_ != nullptr) head_->eviction_link().previous = core;
     head_ = core;
     ++count_;
@@ -92,7 +96,7 @@ class EvictionRegistry {
     for (const bool allow_dirty : {false, true}) {
       for (ArrayCore* core : order) {
         if (released >= bytes_needed) return released;
-        if (core == acquiring_on_this_thread || !core->eviction_link().linked) continue;
+        if (core == acquiring_on_this_thread || core->eviction_link().registry != this) continue;
         std::unique_lock array_lock(core->mutex(), std::try_to_lock);
         if (!array_lock.owns_lock()) continue;
         const std::size_t freed = core->evict_device_locked(allow_dirty);
@@ -108,7 +112,7 @@ class EvictionRegistry {
  private:
   void unlink(ArrayCore* core) noexcept {
     ArrayCore::EvictionLink& link = core->eviction_link();
-    if (!link.linked) return;
+    if (link.registry != this) return;
     if (link.previous != nullptr) link.previous->eviction_link().next = link.next;
     else head_ = link.next;
     if (link.next != nullptr) link.next->eviction_link().previous = link.previous;
@@ -121,18 +125,30 @@ class EvictionRegistry {
   std::size_t count_ = 0;
 };
 
-EvictionRegistry& eviction_registry() {
-  static auto* registry = new EvictionRegistry;  // outlives every array
-  return *registry;
+namespace {
+
+/// The pool whose out-of-memory chain serves allocations from `resource`: the resource itself, or
+/// the pool under a StatisticsAdaptor; nullptr for any other resource (it has no chain to join).
+PoolResource* serving_pool(MemoryResource& resource) noexcept {
+  if (auto* pool = dynamic_cast<PoolResource*>(&resource)) return pool;
+  if (auto* counted = dynamic_cast<StatisticsAdaptor*>(&resource)) return counted->pool();
+  return nullptr;
 }
 
-void register_eviction_hook_once() {
-  static const bool registered = [] {
-    (void)default_device_pool().add_eviction_hook(
-        [](std::size_t bytes_needed) { return eviction_registry().evict(bytes_needed); });
-    return true;
-  }();
-  (void)registered;
+/// The eviction registry of `pool`, made (with the pool's eviction hook) on first use. Keyed by
+/// the pool's id, never by its address; registries are never freed, so a hook never outlives its.
+EvictionRegistry& registry_of(PoolResource& pool) {
+  static std::mutex mutex;
+  static auto* registries = new std::unordered_map<std::uint64_t, EvictionRegistry*>;
+  std::lock_guard lock(mutex);
+  EvictionRegistry*& registry = (*registries)[pool.id()];
+  if (registry == nullptr) {
+    auto made = std::make_unique<EvictionRegistry>();
+    (void)pool.add_eviction_hook(
+        [target = made.get()](std::size_t bytes_needed) { return target->evict(bytes_needed); });
+    registry = made.release();
+  }
+  return *registry;
 }
 
 void note_pageable_fallback(std::size_t bytes, const std::exception& why) {
@@ -218,7 +234,7 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
     StreamRef stream = other.device_writer_.value_or(StreamRef{});
     if (stream_retired_since(stream, other.retired_generation_seen_)) stream = StreamRef{};
     try {
-      register_eviction_hook_once();
+      resolve_eviction_registry();
       device_ = static_cast<std::byte*>(device_mr().allocate(stream, bytes));
       device_capacity_ = bytes;
       runtime().copy_async(device_, other.device_, other.device_valid_end_,
@@ -233,7 +249,7 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
     const_cast<ArrayCore&>(other).add_device_user(stream);
     device_writer_ = stream;
     device_users_.assign(1, stream);
-    eviction_registry().add(this);
+    register_for_eviction();
   }
   size_ = bytes;
   host_valid_begin_ = other.host_valid_begin_;
@@ -265,7 +281,24 @@ void ArrayCore::move_assign(ArrayCore& other) noexcept {
   other.host_default_ = host_default_;
   other.device_default_ = device_default_;
   other.storage_ = storage_;
+  other.device_registry_ = device_registry_;
+  other.device_registry_resolved_ = device_registry_resolved_;
   label_ = std::move(other.label_);
+}
+
+void ArrayCore::resolve_eviction_registry() {
+  if (device_registry_resolved_) return;
+  PoolResource* const pool = serving_pool(device_mr());
+  device_registry_ = pool != nullptr ? &registry_of(*pool) : nullptr;
+  device_registry_resolved_ = true;
+}
+
+void ArrayCore::register_for_eviction() noexcept {
+  if (device_registry_ != nullptr) device_registry_->add(this);
+}
+
+void ArrayCore::unregister_for_eviction() noexcept {
+  if (eviction_link_.registry != nullptr) eviction_link_.registry->remove(this);
 }
 
 MemoryResource& ArrayCore::host_mr() {
@@ -326,9 +359,9 @@ void ArrayCore::swap(ArrayCore& other) noexcept {
 }
 
 void ArrayCore::swap_locked(ArrayCore& other) noexcept {
-  // The registry is keyed by address: re-register whichever side now holds a device buffer.
-  if (device_ != nullptr) eviction_registry().remove(this);
-  if (other.device_ != nullptr) eviction_registry().remove(&other);
+  // Registration is by address: re-register whichever side now holds a device buffer.
+  unregister_for_eviction();
+  other.unregister_for_eviction();
   std::swap(host_resource_, other.host_resource_);
   std::swap(device_resource_, other.device_resource_);
   std::swap(host_default_, other.host_default_);
@@ -359,8 +392,10 @@ void ArrayCore::swap_locked(ArrayCore& other) noexcept {
   std::swap(guarded_stale_, other.guarded_stale_);
   std::swap(device_write_file_, other.device_write_file_);
   std::swap(device_write_line_, other.device_write_line_);
-  if (device_ != nullptr && !device_external_) eviction_registry().add(this);
-  if (other.device_ != nullptr && !other.device_external_) eviction_registry().add(&other);
+  std::swap(device_registry_, other.device_registry_);
+  std::swap(device_registry_resolved_, other.device_registry_resolved_);
+  if (device_ != nullptr && !device_external_) register_for_eviction();
+  if (other.device_ != nullptr && !other.device_external_) other.register_for_eviction();
   refresh_state();
   other.refresh_state();
 }
@@ -661,7 +696,7 @@ void ArrayCore::add_device_user(StreamRef stream) {
 
 void ArrayCore::ensure_device_capacity(StreamRef stream, std::size_t keep) {
   if (device_ != nullptr && device_capacity_ >= size_) return;
-  register_eviction_hook_once();
+  resolve_eviction_registry();
   const std::size_t new_capacity = std::max(capacity_, size_);
   auto* fresh = static_cast<std::byte*>(device_mr().allocate(stream, new_capacity));
   if (device_ != nullptr) {
@@ -678,13 +713,13 @@ void ArrayCore::ensure_device_capacity(StreamRef stream, std::size_t keep) {
     if (keep > 0) counters_.add_d2d(keep);
     if (device_external_) {
       device_external_ = false;
-      eviction_registry().add(this);
+      register_for_eviction();
     } else {
       device_resource_->deallocate(stream, device_, device_capacity_);
     }
     set_device_exclusive(stream);
   } else {
-    eviction_registry().add(this);
+    register_for_eviction();
   }
   device_ = fresh;
   device_capacity_ = new_capacity;
@@ -971,10 +1006,10 @@ void ArrayCore::make_device_only(std::size_t bytes, StreamRef stream) {
   if (single_buffer()) {
     host_ = allocate_host(bytes, host_pageable_);
   } else {
-    register_eviction_hook_once();
+    resolve_eviction_registry();
     device_ = static_cast<std::byte*>(device_mr().allocate(stream, bytes));
     device_capacity_ = bytes;
-    eviction_registry().add(this);
+    register_for_eviction();
   }
   capacity_ = size_ = bytes;
   host_valid_begin_ = device_valid_end_ = bytes;
@@ -1302,7 +1337,7 @@ void ArrayCore::release_all() noexcept {
   std::lock_guard lock(mutex_);
   // Registered exactly while a device buffer is held (eviction drops both under this lock), so a
   // host-only array never takes the registry's lock.
-  if (device_ != nullptr) eviction_registry().remove(this);
+  unregister_for_eviction();
   release_device_buffer();
   free_host(host_, capacity_, host_pageable_);
   host_ = nullptr;

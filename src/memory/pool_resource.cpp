@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -592,8 +593,13 @@ struct PoolResource::State {
   }
 };
 
+namespace {
+std::atomic<std::uint64_t> next_pool_id{1};
+}  // namespace
+
 PoolResource::PoolResource(MemoryResource& upstream, PoolOptions options)
-    : state_(std::make_unique<State>(upstream, std::move(options))) {
+    : state_(std::make_unique<State>(upstream, std::move(options))),
+      id_(next_pool_id.fetch_add(1, std::memory_order_relaxed)) {
   {
     PoolRegistry& registry = pool_registry();
     const std::lock_guard lock(registry.mutex);

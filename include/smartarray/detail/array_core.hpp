@@ -62,6 +62,8 @@
 
 namespace smartarray::detail {
 
+class EvictionRegistry;
+
 /// How an array stores its data (the parts of ArrayOptions that the core needs).
 struct StorageOptions {
   MemoryMode mode = MemoryMode::explicit_copy;
@@ -267,12 +269,12 @@ class ArrayCore {
   std::size_t evict_device_locked(bool allow_dirty);
   /// The array's lock (the eviction registry try-locks it).
   [[nodiscard]] std::mutex& mutex() const noexcept { return mutex_; }
-  /// This array's place in the eviction registry's list (linked while it holds a pooled device
-  /// buffer): adding and removing it allocate nothing. Only the registry, under its lock, uses it.
+  /// This array's place in the eviction registry of the pool that holds its device buffer (linked
+  /// while it holds one): adding and removing it allocate nothing. Only registries use it.
   struct EvictionLink {
+    EvictionRegistry* registry = nullptr;  ///< the registry it is linked into, or nullptr
     ArrayCore* previous = nullptr;
     ArrayCore* next = nullptr;
-    bool linked = false;
   };
   [[nodiscard]] EvictionLink& eviction_link() noexcept { return eviction_link_; }
   [[nodiscard]] std::uint64_t last_use() const noexcept {
@@ -301,6 +303,12 @@ class ArrayCore {
   void copy_valid_data(const ArrayCore& other);
   /// swap's exchange, with both locks held.
   void swap_locked(ArrayCore& other) noexcept;
+  /// Finds the eviction registry of the pool under the device resource (before a device
+  /// allocation: it may throw); register_for_eviction then links this array there once it holds a
+  /// pooled device buffer. A resource with no pool under it has none: its arrays are not evicted.
+  void resolve_eviction_registry();
+  void register_for_eviction() noexcept;
+  void unregister_for_eviction() noexcept;
   /// Ends the unwritten state at the first access of `side`: the other side, which has no buffer,
   /// holds nothing valid.
   void settle_unwritten(Side side) noexcept;
@@ -427,6 +435,11 @@ class ArrayCore {
   bool host_writable_ = true;
   std::atomic<std::uint64_t> last_use_{0};
   EvictionLink eviction_link_;
+  /// The registry of the pool under device_resource_ (resolved at the first registration; nullptr
+  /// when not yet resolved or when the resource has no pool). It goes wherever device_resource_
+  /// goes.
+  EvictionRegistry* device_registry_ = nullptr;
+  bool device_registry_resolved_ = false;
   mutable std::mutex mutex_;
   TransferCounters counters_;
   /// Device view tracking: the slot (0 until the first device view) and the size, device buffer

@@ -94,6 +94,9 @@ class PoolResource final : public MemoryResource {
   [[nodiscard]] MemoryResource& upstream() const noexcept;
   /// @brief The options the pool was built with.
   [[nodiscard]] const PoolOptions& options() const noexcept;
+  /// @brief A number that names this pool for the life of the process (never given to another
+  ///        pool, even one built at the same address), for keying data kept per pool.
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
 
   /**
    * @brief Waits for pending stream-ordered releases, then returns every wholly free chunk to
@@ -158,6 +161,7 @@ class PoolResource final : public MemoryResource {
   void reset_counted_peaks(MemoryStats& counts) const;
 
   std::unique_ptr<State> state_;
+  std::uint64_t id_;
 };
 
 namespace detail {

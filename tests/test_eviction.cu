@@ -1,0 +1,131 @@
+// Eviction of device copies when a pool runs out: each pool's out-of-memory chain evicts exactly
+// the arrays whose device buffers it holds (least recently used first, clean copies before dirty
+// ones), whether the pool is the default one or the user's. Both backends.
+#include "support/test_support.hpp"
+
+#include "support/device_ops.cuh"
+
+#include <smartarray/memory/pool_resource.hpp>
+#include <smartarray/memory/statistics_adaptor.hpp>
+#include <smartarray/memory/upstream_resources.hpp>
+#include <smartarray/smartarray.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace sa = smartarray;
+using sa::Access;
+using sa::SmartArray;
+using sa::test::host_copy;
+using sa::test::random_values;
+using sa::test::scale_on_device;
+using sa::test::scaled;
+
+namespace {
+
+constexpr std::size_t block_bytes = std::size_t{1} << 20;
+constexpr std::size_t n = block_bytes / sizeof(float);
+
+/// A device pool of exactly `blocks` one-array blocks that may not grow further.
+sa::PoolOptions blocks_of_one_array(std::size_t blocks) {
+  sa::PoolOptions options;
+  options.chunk_size = block_bytes;
+  options.max_chunk_size = block_bytes;
+  options.maximum_size = blocks * block_bytes;
+  options.name = "two-array pool";
+  return options;
+}
+
+bool device_valid(const SmartArray<float>& a) { return a.is_valid(sa::Side::device); }
+
+}  // namespace
+
+TEST(Eviction, AUserPoolThatRunsOutEvictsItsLeastRecentlyUsedCleanArray) {
+  sa::DeviceMemoryResource upstream;
+  sa::PoolResource pool(upstream, blocks_of_one_array(2));
+  const sa::ArrayOptions in_pool{.device_resource = &pool};
+  const auto a_values = random_values<float>(n);
+  const auto b_values = random_values<float>(n);
+  const auto c_values = random_values<float>(n);
+  SmartArray<float> a(a_values, in_pool);
+  SmartArray<float> b(b_values, in_pool);
+  SmartArray<float> c(c_values, in_pool);
+  (void)a.device_view();
+  (void)b.device_view();  // the pool is full
+  (void)c.device_view();  // evicts a: the least recently used, and clean (nothing to write back)
+  EXPECT_FALSE(device_valid(a));
+  EXPECT_TRUE(device_valid(b));
+  EXPECT_TRUE(device_valid(c));
+  EXPECT_EQ(a.transfer_stats().d2h_count, 0U);
+  EXPECT_EQ(host_copy(a), a_values);
+  EXPECT_EQ(host_copy(c), c_values);
+  EXPECT_EQ(pool.upstream_allocation_count(), 2U);
+}
+
+TEST(Eviction, ADirtyCopyIsWrittenBackBeforeItsBlockIsReused) {
+  sa::DeviceMemoryResource upstream;
+  sa::PoolResource pool(upstream, blocks_of_one_array(2));
+  const sa::ArrayOptions in_pool{.device_resource = &pool};
+  const auto a_values = random_values<float>(n);
+  const auto b_values = random_values<float>(n);
+  SmartArray<float> a(a_values, in_pool);
+  SmartArray<float> b(b_values, in_pool);
+  SmartArray<float> c(random_values<float>(n), in_pool);
+  scale_on_device(a);  // only the device holds a's values now
+  scale_on_device(b);
+  (void)c.device_view();  // no clean copy to drop: a, the least recently used, is written back
+  EXPECT_FALSE(device_valid(a));
+  EXPECT_EQ(a.transfer_stats().d2h_count, 1U);
+  EXPECT_EQ(a.transfer_stats().d2h_bytes, block_bytes);
+  EXPECT_EQ(host_copy(a), scaled(a_values));
+  EXPECT_EQ(host_copy(b), scaled(b_values));
+}
+
+TEST(Eviction, ArraysOfAnotherPoolAreNeverEvicted) {
+  // d's device copy lives in the default pool and is the least recently used: when the user's pool
+  // runs out, d stays (dropping it would free nothing there), and the pool evicts its own a.
+  sa::DeviceMemoryResource upstream;
+  sa::PoolResource pool(upstream, blocks_of_one_array(1));
+  const sa::ArrayOptions in_pool{.device_resource = &pool};
+  SmartArray<float> d(random_values<float>(n));
+  (void)d.device_view();
+  SmartArray<float> a(random_values<float>(n), in_pool);
+  (void)a.device_view();
+  SmartArray<float> b(random_values<float>(n), in_pool);
+  (void)b.device_view();
+  EXPECT_TRUE(device_valid(d));
+  EXPECT_FALSE(device_valid(a));
+  EXPECT_TRUE(device_valid(b));
+}
+
+TEST(Eviction, AnArrayOverAStatisticsAdaptorIsEvictedByThePoolUnderIt) {
+  sa::DeviceMemoryResource upstream;
+  sa::PoolResource pool(upstream, blocks_of_one_array(1));
+  sa::StatisticsAdaptor counted(pool);
+  const sa::ArrayOptions in_pool{.device_resource = &counted};
+  const auto a_values = random_values<float>(n);
+  SmartArray<float> a(a_values, in_pool);
+  SmartArray<float> b(random_values<float>(n), in_pool);
+  (void)a.device_view();
+  (void)b.device_view();
+  EXPECT_FALSE(device_valid(a));
+  EXPECT_TRUE(device_valid(b));
+  EXPECT_EQ(counted.stats().current_count, 1U);
+  EXPECT_EQ(host_copy(a), a_values);
+}
+
+TEST(Eviction, APoolWithNoEvictableArrayStillThrowsOutOfMemory) {
+  sa::DeviceMemoryResource upstream;
+  sa::PoolResource pool(upstream, blocks_of_one_array(1));
+  const sa::ArrayOptions in_pool{.device_resource = &pool};
+  const auto a_values = random_values<float>(n);
+  SmartArray<float> a(a_values, in_pool);
+  SmartArray<float> b(random_values<float>(2 * n), in_pool);
+  (void)a.device_view();
+  // b needs two blocks: evicting a frees only one, and the pool may not grow.
+  EXPECT_THROW((void)b.device_view(), sa::out_of_memory);
+  EXPECT_EQ(host_copy(a), a_values);
+  EXPECT_TRUE(b.is_valid(sa::Side::host));
+}
