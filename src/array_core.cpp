@@ -288,8 +288,17 @@ void ArrayCore::move_assign(ArrayCore& other) noexcept {
 
 void ArrayCore::resolve_eviction_registry() {
   if (device_registry_resolved_) return;
-  PoolResource* const pool = serving_pool(device_mr());
-  device_registry_ = pool != nullptr ? &registry_of(*pool) : nullptr;
+  // The default device resource (never destroyed) skips the lookup: new arrays of map and
+  // device_array resolve on every call.
+  static MemoryResource* const default_resource = &default_device_resource();
+  static EvictionRegistry* const default_registry = &registry_of(default_device_pool());
+  MemoryResource& resource = device_mr();
+  if (&resource == default_resource) {
+    device_registry_ = default_registry;
+  } else {
+    PoolResource* const pool = serving_pool(resource);
+    device_registry_ = pool != nullptr ? &registry_of(*pool) : nullptr;
+  }
   device_registry_resolved_ = true;
 }
 
