@@ -90,27 +90,6 @@ void keep_async_pool_memory() {
   });
 }
 
-/// A stream of the active backend that every pool forgets before it is destroyed, so that no pool
-/// keeps blocks under a dead stream's handle.
-class OwnedStream {
- public:
-  OwnedStream() = default;
-  ~OwnedStream() {
-    try {
-      stream_.synchronize();
-    } catch (const std::exception& error) {
-      std::cerr << "bench_pool: draining a stream failed: " << error.what() << "\n";
-    }
-    sa::detail::forget_stream_in_all_pools(stream_);
-  }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  operator sa::StreamRef() const { return stream_.ref(); }  // NOLINT(google-explicit-constructor)
-
- private:
-  sa::Stream stream_;
-};
-
 /// An owned CUDA stream for the baselines and kernels (also forgotten by every pool).
 class CudaStream {
  public:
@@ -119,8 +98,11 @@ class CudaStream {
                         "create a stream");
   }
   ~CudaStream() {
-    SMARTARRAY_CUDA_LOG(cudaStreamSynchronize(stream_), "drain a benchmark stream");
-    sa::detail::forget_stream_in_all_pools(stream_);
+    try {
+      sa::forget_stream(stream_);  // drains it; no pool or array names it from now on
+    } catch (const std::exception& error) {
+      std::cerr << "bench_pool: draining a stream failed: " << error.what() << "\n";
+    }
     SMARTARRAY_CUDA_LOG(cudaStreamDestroy(stream_), "destroy a benchmark stream");
   }
   CudaStream(const CudaStream&) = delete;
@@ -237,14 +219,14 @@ void run_pinned_pair(benchmark::State& state, sa::MemoryResource& mr) {
 }
 
 void BM_DevicePoolPair(benchmark::State& state) {
-  const OwnedStream stream;
+  const sa::Stream stream;  // forgotten by every pool when destroyed
   sa::DeviceMemoryResource upstream;
   sa::PoolResource pool(upstream);
   run_device_pair(state, pool, stream);
 }
 
 void BM_DefaultDeviceResourcePair(benchmark::State& state) {
-  const OwnedStream stream;
+  const sa::Stream stream;  // forgotten by every pool when destroyed
   run_device_pair(state, sa::device_resource(), stream);
 }
 
@@ -336,7 +318,7 @@ void BM_RandomAllocationsPool(benchmark::State& state) {
   const std::size_t max_bytes = static_cast<std::size_t>(state.range(1)) * mib;
   if (max_bytes > mib && skip_without_cuda(state)) return;  // 16 GB of emulated memory otherwise
   const std::vector<Operation> operations = random_allocations(count, max_bytes);
-  const OwnedStream stream;
+  const sa::Stream stream;  // forgotten by every pool when destroyed
   sa::DeviceMemoryResource upstream;
   sa::PoolResource pool(upstream);
   replay(pool, stream, operations);  // warm: the pool holds what the workload needs

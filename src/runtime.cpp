@@ -2,7 +2,6 @@
 // around each backend's do_* functions, recycled events, and the public stream API.
 #include <smartarray/detail/runtime.hpp>
 #include <smartarray/error.hpp>
-#include <smartarray/memory/pool_resource.hpp>
 #include <smartarray/observability.hpp>
 #include <smartarray/stream.hpp>
 #include <smartarray/testing.hpp>
@@ -14,6 +13,7 @@
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace smartarray {
@@ -250,6 +250,41 @@ void retire_stream(StreamRef stream) {
   retired.handles[stream.handle()] = retired.generation.fetch_add(1, std::memory_order_release) + 1;
 }
 
+namespace {
+struct ForgetSubscribers {
+  std::mutex mutex;
+  std::uint64_t next_id = 1;
+  std::vector<std::pair<std::uint64_t, std::function<void(StreamRef)>>> subscribers;
+};
+ForgetSubscribers& forget_subscribers() {
+  static auto* subscribers = new ForgetSubscribers;  // outlives every pool, leaked ones included
+  return *subscribers;
+}
+}  // namespace
+
+std::uint64_t subscribe_to_forgotten_streams(std::function<void(StreamRef)> on_forget) {
+  ForgetSubscribers& all = forget_subscribers();
+  std::lock_guard lock(all.mutex);
+  const std::uint64_t id = all.next_id++;
+  all.subscribers.emplace_back(id, std::move(on_forget));
+  return id;
+}
+
+void unsubscribe_from_forgotten_streams(std::uint64_t id) noexcept {
+  ForgetSubscribers& all = forget_subscribers();
+  std::lock_guard lock(all.mutex);
+  std::erase_if(all.subscribers, [id](const auto& entry) { return entry.first == id; });
+}
+
+void forget_drained_stream(StreamRef stream) noexcept {
+  {
+    ForgetSubscribers& all = forget_subscribers();
+    std::lock_guard lock(all.mutex);
+    for (const auto& entry : all.subscribers) entry.second(stream);
+  }
+  retire_stream(stream);
+}
+
 bool stream_retired_since(StreamRef stream, std::uint64_t seen) {
   if (stream.is_default()) return false;
   auto& retired = retired_streams();
@@ -302,11 +337,6 @@ bool cuda_device_available() noexcept { return detail::cuda_runtime_has_device()
 
 Stream::Stream() : ref_(detail::runtime().create_stream()) {}
 namespace {
-/// Makes the pools and arrays forget a drained stream: its handle may be reused.
-void forget_drained_stream(StreamRef stream) noexcept {
-  detail::forget_stream_in_all_pools(stream);
-  detail::retire_stream(stream);
-}
 /// Drains a stream, forgets it, then destroys it.
 void release_stream(StreamRef stream) noexcept {
   if (stream.is_default()) return;
@@ -316,7 +346,7 @@ void release_stream(StreamRef stream) noexcept {
     std::cerr << "smartarray: draining stream " << stream.handle() << " failed: " << error.what()
               << "\n";
   }
-  forget_drained_stream(stream);
+  detail::forget_drained_stream(stream);
   detail::runtime().destroy_stream(stream);
 }
 }  // namespace
@@ -324,7 +354,7 @@ void release_stream(StreamRef stream) noexcept {
 void forget_stream(StreamRef stream) {
   if (stream.is_default()) return;
   detail::runtime().synchronize(stream);
-  forget_drained_stream(stream);
+  detail::forget_drained_stream(stream);
 }
 
 Stream::~Stream() { release_stream(ref_); }

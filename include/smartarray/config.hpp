@@ -42,10 +42,14 @@
 #endif
 #endif
 
+#include <cstddef>
 #include <cstdint>
 #include <source_location>
 
 namespace smartarray {
+
+/// @brief Default alignment of every allocation: 256 bytes, as cudaMalloc gives.
+inline constexpr std::size_t default_alignment = 256;
 
 #if defined(__cpp_lib_source_location)
 /// Where an API call was made, for error messages and traces.

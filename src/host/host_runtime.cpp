@@ -12,7 +12,7 @@
 
 #include <smartarray/detail/runtime.hpp>
 #include <smartarray/error.hpp>
-#include <smartarray/memory/memory_resource.hpp>
+#include <smartarray/config.hpp>
 
 #include <algorithm>
 #include <array>

@@ -135,23 +135,6 @@ class HookScope {
   static inline thread_local HookScope* innermost_ = nullptr;
 };
 
-/// Every live pool, so that a stream about to be destroyed can be forgotten by all of them.
-struct PoolRegistry {
-  std::mutex mutex;
-  std::vector<PoolResource*> pools;
-};
-
-PoolRegistry& pool_registry() {
-  static auto* registry = new PoolRegistry;  // never destroyed: leaked default pools stay in it
-  return *registry;
-}
-
-void unregister_pool(PoolResource* pool) noexcept {
-  PoolRegistry& registry = pool_registry();
-  const std::lock_guard lock(registry.mutex);
-  std::erase(registry.pools, pool);
-}
-
 /// The largest block a size stack keeps, the blocks a stack keeps, and the bytes all stacks keep.
 constexpr std::size_t cached_block_max = std::size_t{32} << 10;
 constexpr std::size_t cached_per_size = 4;
@@ -200,6 +183,8 @@ struct PoolResource::State {
   std::uint64_t upstream_allocations = 0;
   std::uint64_t upstream_releases = 0;
   std::uint64_t releases = 0;         ///< numbers the releases, for `Block::release`
+  /// The runtime's subscription that forgets streams here (set once, at construction).
+  std::uint64_t forgotten_streams = 0;
   std::array<SizeStack, cached_block_max / granularity> cached{};  ///< by size / granularity - 1
   std::size_t cached_bytes = 0;
   std::string last_upstream_failure;  ///< why growth last failed, for the out-of-memory message
@@ -600,24 +585,22 @@ std::atomic<std::uint64_t> next_pool_id{1};
 PoolResource::PoolResource(MemoryResource& upstream, PoolOptions options)
     : state_(std::make_unique<State>(upstream, std::move(options))),
       id_(next_pool_id.fetch_add(1, std::memory_order_relaxed)) {
-  {
-    PoolRegistry& registry = pool_registry();
-    const std::lock_guard lock(registry.mutex);
-    registry.pools.push_back(this);
-  }
+  // A stream that the runtime forgets is forgotten here too: its handle may be reused.
+  state_->forgotten_streams = detail::subscribe_to_forgotten_streams(
+      [this](StreamRef stream) noexcept { forget_stream(stream); });
   if (state_->options.initial_size == 0) return;
   const std::size_t bytes = state_->options.initial_size;
   try {
     const std::lock_guard lock(state_->mutex);
     state_->add_chunk_locked(upstream.allocate_sync(bytes), bytes);
   } catch (...) {
-    unregister_pool(this);
+    detail::unsubscribe_from_forgotten_streams(state_->forgotten_streams);
     throw;
   }
 }
 
 PoolResource::~PoolResource() {
-  unregister_pool(this);
+  detail::unsubscribe_from_forgotten_streams(state_->forgotten_streams);
   State& state = *state_;
   // Work queued before a release may still use the block. Its stream may be gone by now, so wait
   // for the whole device: a pool is destroyed rarely, and the raw frees below would wait anyway.
@@ -768,13 +751,5 @@ PoolUsage PoolResource::usage() const {
                    state_->upstream_releases,
                    state_->chunks.size()};
 }
-
-namespace detail {
-void forget_stream_in_all_pools(StreamRef stream) noexcept {
-  PoolRegistry& registry = pool_registry();
-  const std::lock_guard lock(registry.mutex);
-  for (PoolResource* pool : registry.pools) pool->forget_stream(stream);
-}
-}  // namespace detail
 
 }  // namespace smartarray

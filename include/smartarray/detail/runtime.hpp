@@ -160,6 +160,14 @@ void host_wait_stream(StreamRef stream);
 /// is complete; their handles must never reach the backend again from a holder that named them
 /// before. Each is recorded with the generation at which it retired.
 void retire_stream(StreamRef stream);
+/// Calls `on_forget` with each stream that is forgotten from now on (drained; its handle may be
+/// destroyed and reused), before the stream is marked retired. Pools subscribe at construction,
+/// so that the runtime never calls up into them by name. Returns the id to unsubscribe with.
+std::uint64_t subscribe_to_forgotten_streams(std::function<void(StreamRef)> on_forget);
+/// Ends a subscription; once it returns, `on_forget` is not running and is never called again.
+void unsubscribe_from_forgotten_streams(std::uint64_t id) noexcept;
+/// Tells every subscriber that `stream` is forgotten, then retires it.
+void forget_drained_stream(StreamRef stream) noexcept;
 /// True when `stream` retired after generation `seen`: a holder that last checked at `seen` names
 /// the destroyed stream, not a later stream that the backend gave the same handle.
 [[nodiscard]] bool stream_retired_since(StreamRef stream, std::uint64_t seen);

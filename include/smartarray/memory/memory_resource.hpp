@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <smartarray/config.hpp>
 #include <smartarray/stream.hpp>
 
 #include <cstddef>
@@ -22,9 +23,6 @@ enum class MemoryKind {
   managed, ///< unified memory (cudaMallocManaged)
   mapped,  ///< pinned host memory mapped into the device address space
 };
-
-/// @brief Default alignment of every allocation: 256 bytes, as cudaMalloc gives.
-inline constexpr std::size_t default_alignment = 256;
 
 /**
  * @brief Abstract stream-ordered memory resource.

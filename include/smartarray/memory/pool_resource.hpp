@@ -14,8 +14,8 @@
  *   A host request (`allocate_sync`) takes a block freed on a stream only once the stream's work up
  *   to the release has completed, so a pinned block is never handed to a host writer while a copy
  *   still reads it. Blocks released with `deallocate_sync` are reusable by anyone at once.
- *   Before a stream that released blocks is destroyed, the pools must forget it
- *   (`detail::forget_stream_in_all_pools`, called by `Stream`'s destructor).
+ *   Before a stream that released blocks is destroyed, the pools must forget it: every pool
+ *   subscribes to the streams that the runtime forgets (`forget_stream`, `Stream`'s destructor).
  * - **Growth and the out-of-memory chain.** A miss grows the pool from upstream by a chunk (see
  *   `PoolOptions`). When growth fails (upstream out of memory, or the hard limit), the pool waits
  *   for its pending stream-ordered releases and searches again, then calls the eviction hooks, then
@@ -126,7 +126,7 @@ class PoolResource final : public MemoryResource {
   /**
    * @brief Makes the blocks released on `stream` reusable by anyone, so that the pool never records
    *        an event on that stream again. Call it once the stream's work is done and before the
-   *        stream is destroyed (`detail::forget_stream_in_all_pools` does it for every pool).
+   *        stream is destroyed (`smartarray::forget_stream` does it for every pool).
    * @param stream a stream whose queued work has all completed.
    */
   void forget_stream(StreamRef stream) noexcept;
@@ -163,13 +163,5 @@ class PoolResource final : public MemoryResource {
   std::unique_ptr<State> state_;
   std::uint64_t id_;
 };
-
-namespace detail {
-/**
- * @brief Calls `PoolResource::forget_stream(stream)` on every live pool. The stream's destructor
- *        calls it after draining the stream and before destroying it.
- */
-void forget_stream_in_all_pools(StreamRef stream) noexcept;
-}  // namespace detail
 
 }  // namespace smartarray
