@@ -1060,6 +1060,14 @@ void ArrayCore::wrap_device(std::byte* external, std::size_t bytes) {
   refresh_state();
 }
 
+void ArrayCore::copy_device_in(std::byte* dst, const std::byte* src, std::size_t bytes,
+                               StreamRef stream, const smartarray::source_location& where) {
+  std::lock_guard lock(mutex_);
+  runtime().copy_async(dst, src, bytes, CopyKind::device_to_device, stream);
+  counters_.add_d2d(bytes);
+  trace_migration("D2D", bytes, "copy from another array", id(), trace_label(), where);
+}
+
 void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bool wait,
                          const smartarray::source_location& where, bool require_written) {
   std::lock_guard lock(mutex_);

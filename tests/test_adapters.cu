@@ -636,6 +636,9 @@ TEST(Copy, IsOneDeviceToDeviceCopyIntoADiscardedDestination) {
     sa::copy(dst, src);
   }
   EXPECT_EQ(dst.transfer_stats().h2d_count, 0U);
+  EXPECT_EQ(dst.transfer_stats().d2d_count, 1U);  // counted on the destination, once
+  EXPECT_EQ(dst.transfer_stats().d2d_bytes, n * sizeof(float));
+  EXPECT_EQ(src.transfer_stats().d2d_count, 0U);
   EXPECT_FALSE(dst.is_valid(sa::Side::host));
   EXPECT_TRUE(src.is_valid(sa::Side::host));
   EXPECT_EQ(host_copy(dst), values);

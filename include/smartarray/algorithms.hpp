@@ -16,7 +16,7 @@
 #include <smartarray/residency.hpp>
 #include <smartarray/smart_array.hpp>
 #include <smartarray/stream.hpp>
-#include <smartarray/detail/runtime.hpp>
+#include <smartarray/detail/array_factory.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -43,8 +43,7 @@ void copy(SmartArray<T>& dst, const SmartArray<T>& src, StreamRef stream = {},
   if (std::addressof(dst) == std::addressof(src) || src.empty()) return;
   const DeviceView<const T> from = src.device_view(stream, where);
   const DeviceView<T> to = dst.device_view(Access::discard, stream, where);
-  detail::runtime().copy_async(to.data(), from.data(), from.size_bytes(),
-                               detail::CopyKind::device_to_device, stream);
+  detail::ArrayFactory::copy_device(dst, to, from, stream, where);
 }
 
 namespace detail {

@@ -124,6 +124,10 @@ class ArrayCore {
   /// memory at `external`. Nothing is copied and the buffer is never freed; growth moves the data
   /// to pooled memory and leaves the external buffer as it is.
   void wrap_device(std::byte* external, std::size_t bytes);
+  /// Queues a device-to-device copy of `bytes` bytes from `src` (another array's device copy) to
+  /// `dst` (this array's, acquired for writing) on `stream`; counted on this array and traced.
+  void copy_device_in(std::byte* dst, const std::byte* src, std::size_t bytes, StreamRef stream,
+                      const smartarray::source_location& where);
   /// Copies `bytes` bytes of the valid data to `dst` (host memory) on `stream` without changing
   /// the residency: from the device when the host copy is stale (one D2H), else with a memcpy.
   /// With `wait` false the device copy may still run when this returns.

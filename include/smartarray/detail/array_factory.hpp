@@ -1,10 +1,13 @@
 /**
  * @file detail/array_factory.hpp
  * @brief Private: the constructions that need the core of a fresh SmartArray (device-only arrays
- *        for `device_array` and `map`, wrapped external device memory for `wrap_device`).
+ *        for `device_array` and `map`, wrapped external device memory for `wrap_device`), and
+ *        the free functions' operations on an array's core (`copy`).
  */
 #pragma once
 
+#include <smartarray/config.hpp>
+#include <smartarray/device_view.hpp>
 #include <smartarray/smart_array.hpp>
 #include <smartarray/stream.hpp>
 
@@ -14,8 +17,16 @@ namespace smartarray {
 
 namespace detail {
 
-/// The constructions that need the core of a fresh array.
+/// The constructions that need the core of a fresh array, and the operations of the free
+/// functions that need an array's core.
 struct ArrayFactory {
+  template <typename T>
+  static void copy_device(SmartArray<T>& dst, const DeviceView<T>& to, const DeviceView<const T>& from,
+                          StreamRef stream, const smartarray::source_location& where) {
+    dst.core_.copy_device_in(reinterpret_cast<std::byte*>(to.data()),
+                             reinterpret_cast<const std::byte*>(from.data()), from.size_bytes(),
+                             stream, where);
+  }
   template <typename T>
   static SmartArray<T> device_only(std::size_t n, StreamRef stream, const ArrayOptions& options) {
     SmartArray<T> array(options);
