@@ -1728,10 +1728,11 @@ class ApiModel {
     // nothing about it until it succeeds.
     apply([&] { smartarray::copy(y.array, std::as_const(x.array), stream); },
           [&] {
-            if (&x == &y) return;
+            if (&x == &y || x.model.empty()) return;
             acquire_device(x, Access::read);
             acquire_device(y, Access::discard);
             y.model = x.model;
+            add_d2d<Element>(y, y.model.size());  // counted on the destination
           },
           &y);
   }
