@@ -1,17 +1,14 @@
-// Private: host work spread over a few threads, for two jobs that one thread would bound. The
-// staging memcpy of a pageable transfer: one thread's memcpy moves a fraction of what PCIe carries
+// Private: host work spread over a few threads, for jobs that one thread would bound. The
+// staging memcpy of a pageable transfer, and an array built from a large host range: one thread's memcpy moves a fraction of what PCIe carries
 // (about 6 of 50 GB/s on the H100 machine). The first write to each page of managed memory that a
 // prefetch brought back to the host: each takes a fault, which one thread would take in turn.
 #pragma once
 
+#include <smartarray/detail/array_core.hpp>  // parallel_copy, which SmartArray's constructors use
+
 #include <cstddef>
 
 namespace smartarray::detail {
-
-/// Copies `bytes` from `src` to `dst` (not overlapping). Large copies are split over a small pool
-/// of worker threads (up to 7, half the cores) and the calling thread; small ones are one memcpy.
-/// Returns when all is copied.
-void parallel_copy(void* dst, const void* src, std::size_t bytes) noexcept;
 
 /// Writes each page of [data, data + bytes) once, leaving its contents as they were (an atomic
 /// compare-exchange of one byte with itself, so a concurrent write is never undone), split over

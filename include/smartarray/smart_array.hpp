@@ -372,7 +372,7 @@ class SmartArray {
     if constexpr (detail::ContiguousIteratorOf<It, T>) {
       const auto n = static_cast<size_type>(last - first);
       if (n != 0) {
-        std::memcpy(static_cast<void*>(grow_exact(n)), std::to_address(first), n * sizeof(T));
+        detail::parallel_copy(grow_exact(n), std::to_address(first), n * sizeof(T));
       }
     } else if constexpr (detail::MultiPassIterator<It>) {
       const auto n = static_cast<size_type>(std::distance(first, last));
@@ -397,8 +397,7 @@ class SmartArray {
   explicit SmartArray(std::span<const T> values, const ArrayOptions& options = {})
       : SmartArray(options) {
     if (!values.empty()) {
-      std::memcpy(static_cast<void*>(grow_exact(values.size())), values.data(),
-                  values.size_bytes());
+      detail::parallel_copy(grow_exact(values.size()), values.data(), values.size_bytes());
     }
   }
   /**

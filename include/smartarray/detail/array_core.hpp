@@ -64,6 +64,11 @@ namespace smartarray::detail {
 
 class EvictionRegistry;
 
+/// Copies `bytes` from `src` to `dst` (not overlapping). Large copies are split over a small pool
+/// of worker threads (up to 7, half the cores) and the calling thread, since one thread's memcpy
+/// moves about 6 GB/s; small ones are one memcpy. Returns when all is copied.
+void parallel_copy(void* dst, const void* src, std::size_t bytes) noexcept;
+
 /// How an array stores its data (the parts of ArrayOptions that the core needs).
 struct StorageOptions {
   MemoryMode mode = MemoryMode::explicit_copy;
