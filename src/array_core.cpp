@@ -554,10 +554,23 @@ void ArrayCore::free_host(std::byte* ptr, std::size_t bytes, bool pageable) noex
     free_unused_host(ptr, bytes, pageable);
     return;
   }
-  // A pinned block that copies still read goes back on their stream: the pool hands it to a host
-  // writer only once they are done. Pageable memory has no such guard, so it waits for them.
+  // A pinned block that a copy still reads goes back on its stream: the pool hands it to a host
+  // writer only once that stream has completed. A copy that is already done frees it for anyone:
+  // a stream that has since taken more work would otherwise keep the block from host requests,
+  // and the pool would grow instead. Pageable memory has no such guard, so it waits for them.
   if (!pageable && host_readers_.size() == 1) {
-    host_resource_->deallocate(host_readers_.front().stream, ptr, bytes, host_alignment);
+    const PendingCopy& copy = host_readers_.front();
+    bool done = false;
+    try {
+      done = runtime().query(copy.event.get());
+    } catch (const std::exception&) {
+      done = false;  // reported by whoever waits on the stream next
+    }
+    if (done) {
+      host_resource_->deallocate_sync(ptr, bytes, host_alignment);
+    } else {
+      host_resource_->deallocate(copy.stream, ptr, bytes, host_alignment);
+    }
     host_readers_.clear();
     host_read_end_ = 0;
     return;

@@ -18,6 +18,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace sa = smartarray;
@@ -337,6 +338,34 @@ TEST(MemoryModesPageable, LargeTransfersAreStagedAsOneLogicalCopyEach) {
   EXPECT_EQ(made.h2d_bytes, large * sizeof(float));
   EXPECT_EQ(made.d2h_count, 1U);
   EXPECT_EQ(made.d2h_bytes, large * sizeof(float));
+}
+
+TEST(MemoryModesExplicit, PinnedBuffersOfFinishedUploadsAreReusedWhileTheStreamIsBusy) {
+  // Each round uploads a fresh array and reads another back while the upload may still run. The
+  // uploaded array's pinned buffer goes back to the pool when it dies; the next round's host
+  // requests must find it although the stream has taken new work since: the pool stays at the
+  // two buffers of one round instead of growing every other round.
+  constexpr std::size_t n = std::size_t{1} << 20;
+  sa::PinnedMemoryResource upstream;
+  sa::PoolOptions options;
+  options.chunk_size = n * sizeof(float);
+  options.max_chunk_size = n * sizeof(float);
+  options.name = "round pool";
+  sa::PoolResource pool(upstream, options);
+  const sa::ArrayOptions in_pool{.host_resource = &pool};
+  for (int round = 0; round < 8; ++round) {
+    const auto values = random_values<float>(n);
+    {
+      SmartArray<float> uploaded(values, in_pool);
+      (void)uploaded.device_view();  // the upload reads the pinned buffer on the default stream
+      SmartArray<float> result = sa::device_array<float>(n, {}, in_pool);
+      fill_on_device(result, 1.5F);
+      EXPECT_EQ(std::as_const(result)[n - 1], 1.5F);  // a host buffer for the download
+      EXPECT_EQ(host_copy(uploaded), values);
+    }
+    sa::synchronize_device();
+    EXPECT_LE(pool.reserved_bytes(), 2 * n * sizeof(float)) << "round " << round;
+  }
 }
 
 TEST(MemoryModesPageable, StagingBlocksAreFreeForAnyoneOnceATransferReturns) {
