@@ -21,8 +21,9 @@ namespace detail {
 /// functions that need an array's core.
 struct ArrayFactory {
   template <typename T>
-  static void copy_device(SmartArray<T>& dst, const DeviceView<T>& to, const DeviceView<const T>& from,
-                          StreamRef stream, const smartarray::source_location& where) {
+  static void copy_device(SmartArray<T>& dst, const DeviceView<T>& to,
+                          const DeviceView<const T>& from, StreamRef stream,
+                          const smartarray::source_location& where) {
     dst.core_.copy_device_in(reinterpret_cast<std::byte*>(to.data()),
                              reinterpret_cast<const std::byte*>(from.data()), from.size_bytes(),
                              stream, where);
