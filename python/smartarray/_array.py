@@ -530,8 +530,10 @@ class SmartArray(_ext._Core):
 
         Which copy: dl_device=(1, 0) the host copy, (2, n) the device copy (cuda backend only);
         without dl_device, the host copy when stream is None (NumPy and every CPU consumer), else
-        the device copy, acquired read_write on that stream (1 or None: the legacy default stream,
-        2: per-thread, -1: no synchronization), which is the stream handoff of the protocol.
+        the device copy, acquired read_write on this array's stream; the consumer's stream (1 or
+        None: the legacy default stream, 2: per-thread, -1: no synchronization asked) then waits
+        for that work through an event, which is the stream handoff of the protocol. The array
+        never names the consumer's stream, which the consumer may destroy.
         A host export is made valid (one D2H when stale): a read acquire flagged READ_ONLY in a
         versioned capsule; a read_write acquire (device becomes stale) in a legacy one.
         copy=True: a host copy (NumPy's); copy=True on the device raises BufferError.
