@@ -51,6 +51,17 @@ void prefault_part(std::byte* begin, std::byte* end, bool from_begin) noexcept {
 
 enum class Job { copy, prefault };
 
+/// `job` over [begin, end) of the range; `first` for the part that starts the range.
+void do_range(Job job, std::byte* dst, const std::byte* src, std::size_t begin, std::size_t end,
+              bool first) noexcept {
+  if (end <= begin) return;
+  if (job == Job::copy) {
+    std::memcpy(dst + begin, src + begin, end - begin);
+  } else {
+    prefault_part(dst + begin, dst + end, first);
+  }
+}
+
 /// Workers that each do one part of the current job (a copy or a prefault), then poll briefly
 /// for the next before they sleep. The pool lives as long as the process (its threads end with
 /// it).
@@ -64,13 +75,8 @@ class WorkPool {
   WorkPool(const WorkPool&) = delete;
   WorkPool& operator=(const WorkPool&) = delete;
 
-  /// Does `job` over `bytes` bytes, split over the workers and the calling thread when large.
+  /// Does a large `job` over `bytes` bytes, split over the workers and the calling thread.
   void run(Job job, void* dst, const void* src, std::size_t bytes) {
-    if (bytes < min_split_bytes) {
-      do_range(job, static_cast<std::byte*>(dst), static_cast<const std::byte*>(src), 0, bytes,
-               true);
-      return;
-    }
     std::unique_lock caller(callers_);  // one split job at a time; others wait their turn
     // Published to the workers by the release increment of round_.
     job_ = job;
@@ -90,16 +96,6 @@ class WorkPool {
   }
 
  private:
-  static void do_range(Job job, std::byte* dst, const std::byte* src, std::size_t begin,
-                       std::size_t end, bool first) noexcept {
-    if (end <= begin) return;
-    if (job == Job::copy) {
-      std::memcpy(dst + begin, src + begin, end - begin);
-    } else {
-      prefault_part(dst + begin, dst + end, first);
-    }
-  }
-
   void do_part(unsigned part) const {
     const std::size_t share = (bytes_ / parts_ + 63) / 64 * 64;
     const std::size_t begin = std::min(bytes_, share * part);
@@ -151,14 +147,24 @@ WorkPool& work_pool() {
   return *pool;
 }
 
+/// Does `job` on this thread when small; a large one is split, and only then is the pool (with
+/// its threads) made: a program that copies nothing large starts no thread.
+void run_job(Job job, void* dst, const void* src, std::size_t bytes) noexcept {
+  if (bytes < min_split_bytes) {
+    do_range(job, static_cast<std::byte*>(dst), static_cast<const std::byte*>(src), 0, bytes, true);
+    return;
+  }
+  work_pool().run(job, dst, src, bytes);
+}
+
 }  // namespace
 
 void parallel_copy(void* dst, const void* src, std::size_t bytes) noexcept {
-  work_pool().run(Job::copy, dst, src, bytes);
+  run_job(Job::copy, dst, src, bytes);
 }
 
 void parallel_prefault_for_write(void* data, std::size_t bytes) noexcept {
-  work_pool().run(Job::prefault, data, nullptr, bytes);
+  run_job(Job::prefault, data, nullptr, bytes);
 }
 
 }  // namespace smartarray::detail
