@@ -28,24 +28,30 @@ namespace {
 constexpr std::size_t block_bytes = std::size_t{1} << 20;
 constexpr std::size_t n = block_bytes / sizeof(float);
 
-/// A device pool of exactly `blocks` one-array blocks that may not grow further.
-sa::PoolOptions blocks_of_one_array(std::size_t blocks) {
-  sa::PoolOptions options;
-  options.chunk_size = block_bytes;
-  options.max_chunk_size = block_bytes;
-  options.maximum_size = blocks * block_bytes;
-  options.name = "two-array pool";
-  return options;
-}
+/// A device pool of exactly `blocks` one-array blocks that may not grow further, and the options
+/// of arrays whose device copies it holds.
+struct ArrayPool {
+  explicit ArrayPool(std::size_t blocks) : pool(upstream, options_for(blocks)) {}
+  static sa::PoolOptions options_for(std::size_t blocks) {
+    sa::PoolOptions options;
+    options.chunk_size = block_bytes;
+    options.max_chunk_size = block_bytes;
+    options.maximum_size = blocks * block_bytes;
+    options.name = "array pool";
+    return options;
+  }
+  sa::DeviceMemoryResource upstream;
+  sa::PoolResource pool;
+  sa::ArrayOptions arrays{.device_resource = &pool};
+};
 
 bool device_valid(const SmartArray<float>& a) { return a.is_valid(sa::Side::device); }
 
 }  // namespace
 
 TEST(Eviction, AUserPoolThatRunsOutEvictsItsLeastRecentlyUsedCleanArray) {
-  sa::DeviceMemoryResource upstream;
-  sa::PoolResource pool(upstream, blocks_of_one_array(2));
-  const sa::ArrayOptions in_pool{.device_resource = &pool};
+  ArrayPool pooled(2);
+  const sa::ArrayOptions& in_pool = pooled.arrays;
   const auto a_values = random_values<float>(n);
   const auto b_values = random_values<float>(n);
   const auto c_values = random_values<float>(n);
@@ -61,13 +67,12 @@ TEST(Eviction, AUserPoolThatRunsOutEvictsItsLeastRecentlyUsedCleanArray) {
   EXPECT_EQ(a.transfer_stats().d2h_count, 0U);
   EXPECT_EQ(host_copy(a), a_values);
   EXPECT_EQ(host_copy(c), c_values);
-  EXPECT_EQ(pool.upstream_allocation_count(), 2U);
+  EXPECT_EQ(pooled.pool.upstream_allocation_count(), 2U);
 }
 
 TEST(Eviction, ADirtyCopyIsWrittenBackBeforeItsBlockIsReused) {
-  sa::DeviceMemoryResource upstream;
-  sa::PoolResource pool(upstream, blocks_of_one_array(2));
-  const sa::ArrayOptions in_pool{.device_resource = &pool};
+  ArrayPool pooled(2);
+  const sa::ArrayOptions& in_pool = pooled.arrays;
   const auto a_values = random_values<float>(n);
   const auto b_values = random_values<float>(n);
   SmartArray<float> a(a_values, in_pool);
@@ -86,9 +91,8 @@ TEST(Eviction, ADirtyCopyIsWrittenBackBeforeItsBlockIsReused) {
 TEST(Eviction, ArraysOfAnotherPoolAreNeverEvicted) {
   // d's device copy lives in the default pool and is the least recently used: when the user's pool
   // runs out, d stays (dropping it would free nothing there), and the pool evicts its own a.
-  sa::DeviceMemoryResource upstream;
-  sa::PoolResource pool(upstream, blocks_of_one_array(1));
-  const sa::ArrayOptions in_pool{.device_resource = &pool};
+  ArrayPool pooled(1);
+  const sa::ArrayOptions& in_pool = pooled.arrays;
   SmartArray<float> d(random_values<float>(n));
   (void)d.device_view();
   SmartArray<float> a(random_values<float>(n), in_pool);
@@ -101,9 +105,8 @@ TEST(Eviction, ArraysOfAnotherPoolAreNeverEvicted) {
 }
 
 TEST(Eviction, AnArrayOverAStatisticsAdaptorIsEvictedByThePoolUnderIt) {
-  sa::DeviceMemoryResource upstream;
-  sa::PoolResource pool(upstream, blocks_of_one_array(1));
-  sa::StatisticsAdaptor counted(pool);
+  ArrayPool pooled(1);
+  sa::StatisticsAdaptor counted(pooled.pool);
   const sa::ArrayOptions in_pool{.device_resource = &counted};
   const auto a_values = random_values<float>(n);
   SmartArray<float> a(a_values, in_pool);
@@ -117,9 +120,8 @@ TEST(Eviction, AnArrayOverAStatisticsAdaptorIsEvictedByThePoolUnderIt) {
 }
 
 TEST(Eviction, APoolWithNoEvictableArrayStillThrowsOutOfMemory) {
-  sa::DeviceMemoryResource upstream;
-  sa::PoolResource pool(upstream, blocks_of_one_array(1));
-  const sa::ArrayOptions in_pool{.device_resource = &pool};
+  ArrayPool pooled(1);
+  const sa::ArrayOptions& in_pool = pooled.arrays;
   const auto a_values = random_values<float>(n);
   SmartArray<float> a(a_values, in_pool);
   SmartArray<float> b(random_values<float>(2 * n), in_pool);
