@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Shows that the latency tests catch a missing wait: removes the host's wait on the
-# device-to-host copy (src/array_core.cpp) in a scratch copy of the tree, builds test_residency on
+# device-to-host copy (explicit mode, src/core/storage.cpp) in a scratch copy of the tree, builds test_residency on
 # the host backend with SMARTARRAY_HOST_LATENCY_US, and expects failures. Exit 0 = the tests caught it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,8 +8,14 @@ export PATH="/usr/local/cuda/bin:${PATH}"
 scratch=$(mktemp -d)
 trap 'rm -rf "${scratch}"' EXIT
 git ls-files -z -co --exclude-standard | xargs -0 -I{} cp --parents {} "${scratch}"
-grep -q '^  runtime().synchronize(done.get());$' "${scratch}/src/array_core.cpp"
-sed -i 's/^  runtime().synchronize(done.get());$//' "${scratch}/src/array_core.cpp"
+# The wait is the line after this comment.
+marker="The host waits for this array's copy only"
+grep -A1 "${marker}" "${scratch}/src/core/storage.cpp" | grep -q '^    host_wait_stream(stream);$'
+sed -i "/${marker}/{n;d}" "${scratch}/src/core/storage.cpp"
+if grep -A1 "${marker}" "${scratch}/src/core/storage.cpp" | grep -q 'host_wait_stream'; then
+  echo "the mutation was not applied" >&2
+  exit 1
+fi
 cmake -S "${scratch}" -B "${scratch}/build" -DSMARTARRAY_BUILD_BENCHMARKS=OFF \
   -DSMARTARRAY_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "${scratch}/build" -j "$(nproc)" --target test_residency >/dev/null

@@ -1,39 +1,33 @@
 /**
  * @file detail/array_core.hpp
- * @brief The untyped residency state machine behind SmartArray<T> (private).
+ * @brief The untyped array behind SmartArray<T> (private): it carries out the residency state
+ * machine.
  *
- * Sizes are in bytes. The host copy is valid on the suffix [host_valid_begin, size) and the device
- * copy on the prefix [0, device_valid_end); together they always cover [0, size). This one shape
- * covers every case the vector operations produce: both sides valid, one side stale, and a host
- * append after the device was valid (only the new tail is missing on the device), or an append
- * while the host was stale (only the old prefix is missing on the host).
+ * ArrayCore orchestrates four parts, each in its own file:
+ * - ResidencyState (residency_state.hpp): which bytes each side holds, and the copy plan of each
+ *   transition. Pure.
+ * - The storage strategy of the memory mode (src/core/storage.hpp): allocates the buffers and
+ *   carries out copy plans. Explicit and pageable keep two buffers (pageable stages its copies
+ *   through pinned pool blocks); mapped and managed keep one buffer that both sides address
+ *   (`device` stays null), where "copying" a range waits (mapped) or prefetches (managed). The
+ *   valid ranges still say which side touched the data last, so that host access waits for device
+ *   work and managed memory moves only when the other side used it.
+ * - StreamOrder (stream_order.hpp): the last device writer, the users since, and the copies still
+ *   reading the host buffer.
+ * - Eviction (src/core/eviction.hpp): the registry of the pool that holds the device buffer.
  *
- * The memory mode (memory_mode.hpp) changes only the mechanism behind the same state:
- * - explicit and pageable keep two buffers; pageable stages its copies through pinned pool blocks;
- * - mapped and managed keep one buffer that both sides address (`device_` stays null). "Making a
- *   side valid" then copies nothing: mapped does nothing, managed prefetches. The valid ranges
- *   still say which side touched the data last, so that host access waits for device work and
- *   managed memory moves only when the other side used it. A host writer waits for every device
- *   user of the buffer, as an explicit-mode writer waits for the uploads reading it.
- *
- * Pending work is tracked per array:
- * - the stream of the last operation that wrote the device buffer and the streams that used it
- *   since; their events are recorded lazily, only when another stream or the host must wait;
- * - the copies still reading the host buffer (host-to-device), with eagerly recorded events, which
- *   host writers wait for.
- *
- * An array made with make_unwritten holds bytes that were never written: both ranges cover them
- * (so that no acquire copies them) while neither buffer exists, and a flag says so. The first access
- * allocates its side's buffer and leaves the other side holding nothing.
+ * Each locked entry point opens one Transaction: the lock, the retired streams dropped, the use
+ * recorded for eviction, and, when it ends, the observers refreshed (the fast-path flags, the
+ * debug view generations and the stale-host guard).
  *
  * The resources default to null ("the default one") and are taken at the first allocation, so a
  * default-constructed core is a constant that touches nothing until it is used.
  *
  * Appends and truncations that leave validity as it is (the common `push_back`/`pop_back`) take a
- * lock-free path: they change only `size_`, inside a window [fast_floor_, fast_limit_] that the
+ * lock-free path: they change only the size, inside a window [fast_floor_, fast_limit_] that the
  * locked operations of the owning thread recompute. Appends up to fast_limit_ write no byte that a
  * pending upload reads, and truncations down to fast_floor_ clamp neither side's valid range; both
- * keep `size_` inside the window. Eviction, which runs on other threads, never reads `size_` nor
+ * keep the size inside the window. Eviction, which runs on other threads, never reads the size nor
  * writes the window, so it cannot race with that path. Inserts and erases in the middle take it
  * too while the host copy is the only valid one (host_writable_): eviction then has no data to
  * write back into the host buffer that they move.
@@ -47,7 +41,9 @@
 #include <smartarray/residency.hpp>
 #include <smartarray/stream.hpp>
 #include <smartarray/detail/host_guard.hpp>
+#include <smartarray/detail/residency_state.hpp>
 #include <smartarray/detail/runtime.hpp>
+#include <smartarray/detail/stream_order.hpp>
 #include <smartarray/detail/view_registry.hpp>
 
 #include <atomic>
@@ -63,6 +59,8 @@
 namespace smartarray::detail {
 
 class EvictionRegistry;
+class StorageStrategy;
+struct StorageContext;
 
 /// Copies `bytes` from `src` to `dst` (not overlapping). Large copies are split over a small pool
 /// of worker threads (up to 7, half the cores) and the calling thread, since one thread's memcpy
@@ -97,11 +95,8 @@ class ArrayCore {
   /// first allocation).
   SMARTARRAY_CONSTEXPR_EMPTY ArrayCore(const ResourceChoice& resources,
                                        const StorageOptions& storage) noexcept
-      : host_resource_(resources.host),
-        device_resource_(resources.device),
-        storage_(storage),
-        host_default_(resources.host == nullptr),
-        device_default_(resources.device == nullptr) {}
+      : placement_{resources.host, resources.device, storage, resources.host == nullptr,
+                   resources.device == nullptr} {}
   ~ArrayCore();
   /// Deep copy of the valid data of `other` (each side copies what it holds), with its resources.
   ArrayCore(const ArrayCore& other);
@@ -140,12 +135,13 @@ class ArrayCore {
   void copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bool wait,
                 const smartarray::source_location& where, bool require_written);
 
-  [[nodiscard]] MemoryMode mode() const noexcept { return storage_.mode; }
+  [[nodiscard]] MemoryMode mode() const noexcept { return placement_.storage.mode; }
   /// The storage options given at construction.
-  [[nodiscard]] const StorageOptions& storage() const noexcept { return storage_; }
+  [[nodiscard]] const StorageOptions& storage() const noexcept { return placement_.storage; }
   /// The resources given at construction (nullptr: the default).
   [[nodiscard]] ResourceChoice resources() const noexcept {
-    return {host_default_ ? nullptr : host_resource_, device_default_ ? nullptr : device_resource_};
+    return {placement_.host_default ? nullptr : placement_.host_resource,
+            placement_.device_default ? nullptr : placement_.device_resource};
   }
   /// The array's number in messages and traces: assigned on first use, unique in the process, and
   /// kept by this object (swaps and moves exchange the data, not the numbers).
@@ -157,8 +153,8 @@ class ArrayCore {
   [[nodiscard]] std::string label() const;
   /// "SmartArray #3" or "SmartArray #3 'weights'", for messages.
   [[nodiscard]] std::string describe() const;
-  [[nodiscard]] std::size_t size() const noexcept { return size_; }
-  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] std::size_t size() const noexcept { return state_.size(); }
+  [[nodiscard]] std::size_t capacity() const noexcept { return buffers_.capacity; }
 
   /// Fast-path flag of const host access: the host copy is whole. Atomic, because several threads
   /// may read one const array while one of them makes the host copy valid.
@@ -169,21 +165,28 @@ class ArrayCore {
   /// (see host_writable_), so that a loop of `operator[]` keeps it in a register.
   [[nodiscard]] bool host_writable() const noexcept { return host_writable_; }
   /// The host buffer, without any acquire (may be stale or null).
-  [[nodiscard]] std::byte* host_data() const noexcept { return host_; }
+  [[nodiscard]] std::byte* host_data() const noexcept { return buffers_.host; }
   /// The device buffer, without any acquire (may be stale or null; null in mapped and managed
   /// modes, whose device views address the host buffer).
-  [[nodiscard]] std::byte* device_data() const noexcept { return device_; }
+  [[nodiscard]] std::byte* device_data() const noexcept { return buffers_.device; }
 
-  /// Makes the host copy valid for `access` and returns it. `stream` carries a needed copy;
-  /// by default the stream of the last device writer. With `require_written`, a read of an
-  /// array that was never written throws logic_error (naming `where`) and changes nothing.
+  /// Makes `side` valid for `access` and returns its buffer (the address device views use, for
+  /// the device). A needed copy runs on `stream`; for the host, by default on the stream of the
+  /// last device writer. With `require_written`, a read of an array that was never written throws
+  /// logic_error (naming `where`) and changes nothing. The range is the whole array.
+  std::byte* acquire(Side side, Access access, std::optional<StreamRef> stream,
+                     const smartarray::source_location& where, bool require_written = false);
+  /// acquire() of the host side.
   std::byte* acquire_host(Access access, std::optional<StreamRef> stream,
-                          const smartarray::source_location& where, bool require_written = false);
-  /// Makes the device copy valid for `access` on `stream` and returns it (`require_written` as
-  /// for acquire_host).
+                          const smartarray::source_location& where, bool require_written = false) {
+    return acquire(Side::host, access, stream, where, require_written);
+  }
+  /// acquire() of the device side on `stream`.
   std::byte* acquire_device(Access access, StreamRef stream,
                             const smartarray::source_location& where,
-                            bool require_written = false);
+                            bool require_written = false) {
+    return acquire(Side::device, access, stream, where, require_written);
+  }
   /// Numba's host_changed(): the host copy was modified in place; the device copy becomes stale.
   void host_changed();
   /// Numba's gpu(): orders work queued on `stream` from now on after every other use of the
@@ -201,48 +204,49 @@ class ArrayCore {
   /// write it. No copy is made. Lock-free when it fits the capacity and no copy reads the tail.
   std::byte* append(std::size_t new_size) {
     if (new_size <= fast_limit_) [[likely]] {
-      size_ = new_size;
+      state_.set_size_in_window(new_size);
       note_fast_resize();
-      return host_;
+      return buffers_.host;
     }
     std::byte* const host = append_locked(new_size);
     // The same value append_locked() stored: with it in sight, the compiler keeps the size in a
     // register across a loop of appends instead of reloading it after every store.
-    size_ = new_size;
+    state_.set_size_in_window(new_size);
     return host;
   }
   /// True when the lock-free path can append `bytes` at host_data() + size(). One compare, as
   /// std::vector's push_back. Nothing changes until commit_append(): the caller builds the new
   /// element in between, so that a throwing constructor leaves the array as it was.
   [[nodiscard]] bool can_append_in_place(std::size_t bytes) const noexcept {
-    return size_ + bytes <= fast_limit_;
+    return state_.size() + bytes <= fast_limit_;
   }
   /// Grows the size to `new_size` bytes, which can_append_in_place() allowed.
   void commit_append(std::size_t new_size) noexcept {
-    size_ = new_size;
+    state_.set_size_in_window(new_size);
     note_fast_resize();
   }
   /// Opens a gap of `bytes` at `pos` (< size) for the caller to write, when the host copy is whole
   /// and the only valid one, no copy reads it and the capacity holds the insert: then nothing but
-  /// the host bytes and `size_` change, as in an append. False when insert_gap() must run. Out of
+  /// the host bytes and the size change, as in an append. False when insert_gap() must run. Out of
   /// line: inlined into a caller whose count the caller's length check already refused, GCC 13 at
   /// -O3 warns about the memmove of that unreachable path (-Warray-bounds).
   [[nodiscard]] bool insert_in_place(std::size_t pos, std::size_t bytes) noexcept;
   /// Removes [pos, pos + bytes), which ends before the size, under the same conditions as
   /// insert_in_place(). False when erase_range() must run.
   [[nodiscard]] bool erase_in_place(std::size_t pos, std::size_t bytes) noexcept {
-    if (!host_writable_ || size_ - bytes < fast_floor_) return false;
-    std::memmove(host_ + pos, host_ + pos + bytes, size_ - pos - bytes);
-    size_ -= bytes;
+    const std::size_t size = state_.size();
+    if (!host_writable_ || size - bytes < fast_floor_) return false;
+    std::memmove(buffers_.host + pos, buffers_.host + pos + bytes, size - pos - bytes);
+    state_.set_size_in_window(size - bytes);
     note_fast_resize();
     return true;
   }
   /// Shrinks the size to `new_size` bytes. Both sides keep what they held of the new range.
   /// Lock-free when neither side's valid range must be clamped.
   void truncate(std::size_t new_size) noexcept {
-    if (new_size >= size_) return;
+    if (new_size >= state_.size()) return;
     if (new_size >= fast_floor_) [[likely]] {
-      size_ = new_size;
+      state_.set_size_in_window(new_size);
       note_fast_resize();
       return;
     }
@@ -267,9 +271,6 @@ class ArrayCore {
 
   /// Validity, for tests and observability.
   [[nodiscard]] bool valid(Side side) const noexcept;
-  /// Bytes of the device prefix that is valid, and the host suffix start.
-  [[nodiscard]] std::size_t device_valid_end() const noexcept { return device_valid_end_; }
-  [[nodiscard]] std::size_t host_valid_begin() const noexcept { return host_valid_begin_; }
   /// This array's own transfer counters.
   [[nodiscard]] const TransferCounters& counters() const noexcept { return counters_; }
 
@@ -289,25 +290,60 @@ class ArrayCore {
   [[nodiscard]] std::uint64_t last_use() const noexcept {
     return last_use_.load(std::memory_order_relaxed);
   }
-  [[nodiscard]] bool has_device_buffer() const noexcept { return device_ != nullptr; }
   /// The stamp for a device view made by the acquire_device() that just returned (this thread).
-  [[nodiscard]] ViewStamp view_stamp() const noexcept { return detail::view_stamp(view_slot_); }
+  [[nodiscard]] ViewStamp view_stamp() const noexcept {
+    return detail::view_stamp(observers_.view_slot);
+  }
 
- private:
-  struct PendingCopy {
-    StreamRef stream;
-    PooledEvent event;
+  /// Where the array's memory comes from. The resources are null until the first allocation when
+  /// the default was asked for; frees use the ones the allocation set.
+  struct Placement {
+    MemoryResource* host_resource = nullptr;
+    MemoryResource* device_resource = nullptr;
+    StorageOptions storage{};
+    /// The array was given no resource of its own for that side: it takes the default.
+    bool host_default = true;
+    bool device_default = true;
+    /// The eviction registry of the pool under device_resource (resolved at the first device
+    /// allocation; nullptr when not yet resolved or when the resource has no pool).
+    EvictionRegistry* device_registry = nullptr;
+    bool device_registry_resolved = false;
+  };
+  /// The buffers. In mapped and managed modes `host` is the one buffer and `device` stays null.
+  struct Buffers {
+    std::byte* host = nullptr;
+    /// Bytes of the host buffer (or that it will have when the host first needs it).
+    std::size_t capacity = 0;
+    bool host_pageable = false;
+    /// Managed: a prefetch brought the pages back to the host, and the host has not written them
+    /// since. The first host write to each such page takes a fault; a host writer takes them all
+    /// at once, in parallel (parallel_prefault_for_write), before it gets the pointer.
+    bool host_write_faults_pending = false;
+    std::byte* device = nullptr;
+    std::size_t device_capacity = 0;
+    /// The device buffer is external memory (wrap_device): never freed, never evicted.
+    bool device_external = false;
   };
 
+ private:
+  friend struct StorageContext;
+  class Transaction;
+
   /// The resources for an allocation: the defaults are taken at the first call (caller holds the
-  /// lock). Frees use the members, which the allocation set.
+  /// lock).
   MemoryResource& host_mr();
   MemoryResource& device_mr();
-  /// Only the default pinned resource falls back to pageable memory: a resource the user chose is
-  /// never silently replaced, and its failures propagate.
-  [[nodiscard]] bool host_fallback() const noexcept {
-    return host_default_ && !storage_.require_pinned;
+  /// The strategy of the array's memory mode.
+  [[nodiscard]] const StorageStrategy& strategy() const noexcept;
+  /// Mapped and managed modes: one buffer that both sides address.
+  [[nodiscard]] bool one_buffer() const noexcept {
+    return mode() == MemoryMode::mapped || mode() == MemoryMode::managed;
   }
+  /// What the strategy works on.
+  [[nodiscard]] StorageContext context(const char* reason, const smartarray::source_location& where);
+  /// Carries out `plan`'s copies to the host buffer `dst` (or its replacement) and to the device.
+  void carry_out(const CopyPlan& plan, std::byte* dst, StreamRef stream, const char* reason,
+                 const smartarray::source_location& where);
   /// The copy constructors' work, under `other`'s lock: each side copies what it holds valid.
   void copy_valid_data(const ArrayCore& other);
   /// swap's exchange, with both locks held.
@@ -318,37 +354,18 @@ class ArrayCore {
   void resolve_eviction_registry();
   void register_for_eviction() noexcept;
   void unregister_for_eviction() noexcept;
-  /// Ends the unwritten state at the first access of `side`: the other side, which has no buffer,
-  /// holds nothing valid.
-  void settle_unwritten(Side side) noexcept;
-  /// Throws logic_error when `require_written` and the array was never written.
-  void check_written(bool require_written, const char* what,
-                     const smartarray::source_location& where) const;
   /// The label as a C string for the trace, or nullptr (caller holds the lock).
   [[nodiscard]] const char* trace_label() const noexcept {
     return label_ ? label_->c_str() : nullptr;
   }
+  /// Throws logic_error when `require_written` and the array was never written.
+  void check_written(bool require_written, const char* what,
+                     const smartarray::source_location& where) const;
 
   /// Publishes validity to host_readable_ (any thread, eviction included).
   void refresh_readable() noexcept;
-  /// Mapped and managed modes: one buffer that both sides address.
-  [[nodiscard]] bool single_buffer() const noexcept {
-    return storage_.mode == MemoryMode::mapped || storage_.mode == MemoryMode::managed;
-  }
-  /// The address device views use for the single buffer.
-  [[nodiscard]] std::byte* single_buffer_device_address() const;
-  /// Single buffer: makes the host side current after device writes (managed: prefetch to host).
-  void make_single_buffer_host_current(StreamRef stream, const char* reason,
-                                       const smartarray::source_location& where);
-  /// Pageable mode: the staged copies, one logical transfer each.
-  void staged_copy_to_device(std::byte* dst, const std::byte* src, std::size_t bytes,
-                             StreamRef stream);
-  void staged_copy_to_host(std::byte* dst, const std::byte* src, std::size_t bytes,
-                           StreamRef stream);
-  /// Drops streams destroyed through `Stream` from the pending work (their work is complete).
-  void forget_retired_streams();
   /// Both fast-path flags and the lock-free resize window (the array's own operations only),
-  /// and the generation of this array's device views.
+  /// and the observers: the generation of this array's device views and the stale-host guard.
   void refresh_state() noexcept;
   /// Invalidates the device views when the size, the device buffer or the device copy's validity
   /// changed since the last view was made.
@@ -361,79 +378,50 @@ class ArrayCore {
   void start_views() noexcept;
   /// The address device views point at (the host buffer in mapped and managed modes).
   [[nodiscard]] const std::byte* view_address() const noexcept {
-    return single_buffer() ? host_ : device_;
+    return one_buffer() ? buffers_.host : buffers_.device;
   }
   /// The lock-free resize paths' part of note_view_state(), checked in debug builds only.
   void note_fast_resize() noexcept {
 #if SMARTARRAY_DEBUG_CHECKS
-    if (view_slot_ != 0 && size_ != view_size_) [[unlikely]] {
-      note_view_change(view_slot_, ViewChange::resized);
-      view_size_ = size_;
+    if (observers_.view_slot != 0 && state_.size() != observers_.view_size) [[unlikely]] {
+      note_view_change(observers_.view_slot, ViewChange::resized);
+      observers_.view_size = state_.size();
     }
 #endif
   }
   void touch() noexcept;
   std::byte* append_locked(std::size_t new_size);
   void truncate_locked(std::size_t new_size) noexcept;
+  /// Allocates the host buffer at the capacity when there is none yet.
+  void ensure_host_buffer();
   std::byte* allocate_host(std::size_t bytes, bool& pageable);
   /// Frees the current host buffer, ordered after the copies that still read it.
   void free_host(std::byte* ptr, std::size_t bytes, bool pageable) noexcept;
   /// Frees a host buffer that no copy has used.
   void free_unused_host(std::byte* ptr, std::size_t bytes, bool pageable) noexcept;
   void reallocate_host(std::size_t new_capacity);
-  /// Gives the device buffer room for `size_`, moving its first `keep` bytes when it reallocates.
+  /// Gives the device buffer room for the size, moving its first `keep` bytes when it reallocates.
   void ensure_device_capacity(StreamRef stream, std::size_t keep);
-  void copy_to_device(std::size_t begin, std::size_t end, StreamRef stream, const char* reason,
-                      const smartarray::source_location& where);
-  /// Copies device bytes [begin, end) to `dst + begin` (the host buffer, or its replacement).
-  void copy_to_host(std::byte* dst, std::size_t begin, std::size_t end, StreamRef stream,
-                    const char* reason, const smartarray::source_location& where);
-  /// Copies the stale host prefix from the device on the last writer's stream.
-  void fetch_stale_prefix(std::byte* dst, const char* reason, const smartarray::source_location& where);
+  /// Makes the host copy whole in place, on the last writer's stream (before the host moves bytes
+  /// inside it, or before the device copy is dropped).
+  void make_host_whole(const char* reason, const smartarray::source_location& where);
   void wait_host_readers_locked();
-  /// Makes `stream` wait for every other stream that used the device buffer.
-  void join_device_users(StreamRef stream);
-  /// Makes `stream` wait for the last device writer.
-  void wait_device_writer(StreamRef stream);
-  void set_device_exclusive(StreamRef stream);
-  void add_device_user(StreamRef stream);
   /// True when a device acquire for `access` on `stream` would change nothing: the separate
   /// device copy is whole, the stream already has that access, and the views are current.
   [[nodiscard]] bool device_current_for(Access access, StreamRef stream) const noexcept;
+  /// The device acquire's preparation and ordering around its plan (see acquire()).
+  std::byte* acquire_device_locked(Access access, StreamRef stream,
+                                   const smartarray::source_location& where);
+  std::byte* acquire_host_locked(Access access, std::optional<StreamRef> stream,
+                                 const smartarray::source_location& where);
   void release_device_buffer() noexcept;
   void release_all() noexcept;
 
-  /// The resources; null until the first allocation when the default was asked for.
-  MemoryResource* host_resource_ = nullptr;
-  MemoryResource* device_resource_ = nullptr;
-  StorageOptions storage_{};
-  /// The array was given no resource of its own for that side: it takes the default.
-  bool host_default_ = true;
-  bool device_default_ = true;
-  /// The device buffer is external memory (wrap_device): never freed, never evicted.
-  bool device_external_ = false;
-  /// Made by make_unwritten and not accessed since: "valid" on both sides (no access copies
-  /// anything), with each buffer allocated on its side's first access.
-  bool unwritten_ = false;
-  std::byte* host_ = nullptr;
-  bool host_pageable_ = false;
-  /// Managed: a prefetch brought the pages back to the host, and the host has not written them
-  /// since. The first host write to each such page takes a fault; a host writer takes them all at
-  /// once, in parallel (parallel_prefault_for_write), before it gets the pointer.
-  bool host_write_faults_pending_ = false;
-  std::byte* device_ = nullptr;
-  std::size_t device_capacity_ = 0;
-  std::size_t size_ = 0;
-  std::size_t capacity_ = 0;
-  std::size_t host_valid_begin_ = 0;
-  std::size_t device_valid_end_ = 0;
-  std::optional<StreamRef> device_writer_;
-  std::vector<StreamRef> device_users_;
-  std::uint64_t retired_generation_seen_ = 0;
-  std::vector<PendingCopy> host_readers_;
-  /// End of the host bytes that pending host-to-device copies read (0 when none is pending).
-  std::size_t host_read_end_ = 0;
-  /// The lock-free resize window: sizes in [fast_floor_, fast_limit_] change nothing but size_.
+  Placement placement_{};
+  Buffers buffers_{};
+  ResidencyState state_{};
+  StreamOrder order_{};
+  /// The lock-free resize window: sizes in [fast_floor_, fast_limit_] change nothing but the size.
   std::size_t fast_floor_ = 0;
   std::size_t fast_limit_ = 0;
   std::atomic<bool> host_readable_{true};
@@ -444,25 +432,23 @@ class ArrayCore {
   bool host_writable_ = true;
   std::atomic<std::uint64_t> last_use_{0};
   EvictionLink eviction_link_;
-  /// The registry of the pool under device_resource_ (resolved at the first registration; nullptr
-  /// when not yet resolved or when the resource has no pool). It goes wherever device_resource_
-  /// goes.
-  EvictionRegistry* device_registry_ = nullptr;
-  bool device_registry_resolved_ = false;
   mutable std::mutex mutex_;
   TransferCounters counters_;
-  /// Device view tracking: the slot (0 until the first device view) and the size, device buffer
-  /// and device-valid end that the current views were made with.
-  std::uint32_t view_slot_ = 0;
-  std::size_t view_size_ = 0;
-  const std::byte* view_device_ = nullptr;
-  /// The stale-host guard (smartarray/debug.hpp): the protected pages, the host range they were
-  /// made for, and the last device write access, which its message names.
-  GuardedPages guarded_{};
-  const std::byte* guarded_host_ = nullptr;
-  std::size_t guarded_stale_ = 0;
-  const char* device_write_file_ = nullptr;
-  std::uint32_t device_write_line_ = 0;
+  /// The debug observers of transitions. Device view tracking: the slot (0 until the first device
+  /// view) and the size, device buffer and device-valid end that the current views were made
+  /// with. The stale-host guard (smartarray/debug.hpp): the protected pages, the host range they
+  /// were made for, and the last device write access, which its message names.
+  struct Observers {
+    std::uint32_t view_slot = 0;
+    std::size_t view_size = 0;
+    const std::byte* view_device = nullptr;
+    GuardedPages guarded{};
+    const std::byte* guarded_host = nullptr;
+    std::size_t guarded_stale = 0;
+    const char* device_write_file = nullptr;
+    std::uint32_t device_write_line = 0;
+  };
+  Observers observers_{};
   /// The number and the label that name this object (see id()).
   mutable std::atomic<std::uint64_t> id_{0};
   std::unique_ptr<std::string> label_;

@@ -1,0 +1,113 @@
+/**
+ * @file detail/stream_order.hpp
+ * @brief Private: the pending work of one array, and the waits that order new work after it.
+ *
+ * - The stream of the last operation that wrote the device copy, and the streams that used it
+ *   since. Their events are recorded lazily, only when another stream or the host must wait.
+ * - The copies still reading the host buffer (host to device), with eagerly recorded events:
+ *   host writers wait for exactly those copies, not for the kernels queued after them.
+ *
+ * Streams destroyed through `Stream` (or forgotten with `forget_stream`) retire: their work is
+ * complete, and forget_retired() drops them, so that no wait is ever made on a dead handle.
+ */
+#pragma once
+
+#include <smartarray/config.hpp>
+#include <smartarray/residency.hpp>
+#include <smartarray/stream.hpp>
+#include <smartarray/detail/residency_state.hpp>
+#include <smartarray/detail/runtime.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace smartarray::detail {
+
+class StreamOrder {
+ public:
+  SMARTARRAY_CONSTEXPR_EMPTY StreamOrder() noexcept = default;
+
+  /// Drops the streams that retired since the last call (cheap when none did).
+  void forget_retired();
+  /// Takes the retirement generation that `other`'s streams were last cleaned to, before this
+  /// tracker takes streams from it.
+  void adopt_generation(const StreamOrder& other) noexcept {
+    retired_seen_ = other.retired_seen_;
+  }
+
+  /// The last device writer, unless its stream retired since this tracker last checked.
+  [[nodiscard]] std::optional<StreamRef> live_writer() const;
+  /// The stream that copies for the host by default: the last device writer's (or the default).
+  [[nodiscard]] StreamRef writer_or_default() const noexcept {
+    return writer_.value_or(StreamRef{});
+  }
+  /// True when an access on `stream` is already ordered: a reader when `stream` uses the device
+  /// copy after its last writer, a writer when `stream` is the only user and the writer.
+  [[nodiscard]] bool already_ordered(Access access, StreamRef stream) const noexcept;
+
+  /// Orders a device access on `stream` after the pending device work: a reader after the last
+  /// writer (and it becomes a user), a writer after every use (and it becomes the only one).
+  void order_device_access(Ordering ordering, StreamRef stream);
+  /// Makes `stream` wait for every stream that used the device copy.
+  void join_users(StreamRef stream) const;
+  /// Makes `stream` wait for the last device writer.
+  void wait_writer(StreamRef stream) const;
+  /// `stream` wrote the device copy and is its only user.
+  void set_exclusive(StreamRef stream);
+  /// `stream` read the device copy.
+  void add_user(StreamRef stream);
+  /// The stream that a device buffer is freed on: it joined every user first, so that the pool
+  /// reuses the block only after them. Call join_users(release_stream()) before the free.
+  [[nodiscard]] StreamRef release_stream() const noexcept;
+  /// Forgets the device work (the device buffer is gone).
+  void clear_device() noexcept {
+    writer_.reset();
+    users_.clear();
+  }
+
+  /// A copy queued on `stream` reads the host buffer up to byte `end`, until `event` completes.
+  void add_host_reader(StreamRef stream, PooledEvent event, std::size_t end);
+  [[nodiscard]] bool host_readers_pending() const noexcept { return !host_readers_.empty(); }
+  /// The end of the host bytes that pending copies read (0 when none is pending).
+  [[nodiscard]] std::size_t host_read_end() const noexcept { return host_read_end_; }
+  /// Notes that device work (a kernel on a one-buffer array) may read the host buffer up to `end`.
+  void note_host_read(std::size_t end) noexcept {
+    host_read_end_ = std::max(host_read_end_, end);
+  }
+  /// The host waits for the copies still reading the host buffer. Each is dropped once done, so
+  /// that a failed wait leaves the rest tracked.
+  void wait_host_readers();
+  /// One buffer that both sides address: the host waits for every device use of it.
+  void wait_every_device_use();
+  /// True when exactly one copy reads the host buffer.
+  [[nodiscard]] bool one_host_reader() const noexcept { return host_readers_.size() == 1; }
+  /// True when the one copy reading the host buffer has completed (a failed query counts as not
+  /// completed: whoever waits next reports it). Requires one_host_reader().
+  [[nodiscard]] bool sole_host_reader_done() const noexcept;
+  /// The stream of the one pending host reader. Requires one_host_reader().
+  [[nodiscard]] StreamRef sole_host_reader_stream() const noexcept {
+    return host_readers_.front().stream;
+  }
+  /// Forgets the host readers without waiting (their buffer was handed back ordered after them).
+  void drop_host_readers() noexcept {
+    host_readers_.clear();
+    host_read_end_ = 0;
+  }
+
+ private:
+  struct PendingCopy {
+    StreamRef stream;
+    PooledEvent event;
+  };
+
+  std::optional<StreamRef> writer_;
+  std::vector<StreamRef> users_;
+  std::uint64_t retired_seen_ = 0;
+  std::vector<PendingCopy> host_readers_;
+  std::size_t host_read_end_ = 0;
+};
+
+}  // namespace smartarray::detail

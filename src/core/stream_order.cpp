@@ -1,0 +1,96 @@
+// The pending work of one array. See detail/stream_order.hpp.
+#include <smartarray/detail/stream_order.hpp>
+
+#include <algorithm>
+
+namespace smartarray::detail {
+
+void StreamOrder::forget_retired() {
+  const std::uint64_t generation = retired_stream_generation();
+  if (generation == retired_seen_) return;
+  const std::uint64_t seen = retired_seen_;
+  const auto retired = [seen](StreamRef stream) { return stream_retired_since(stream, seen); };
+  std::erase_if(users_, retired);
+  if (writer_ && retired(*writer_)) writer_.reset();
+  for (PendingCopy& copy : host_readers_) {
+    if (retired(copy.stream)) copy.stream = StreamRef{};
+  }
+  retired_seen_ = generation;
+}
+
+std::optional<StreamRef> StreamOrder::live_writer() const {
+  if (writer_ && stream_retired_since(*writer_, retired_seen_)) return std::nullopt;
+  return writer_;
+}
+
+bool StreamOrder::already_ordered(Access access, StreamRef stream) const noexcept {
+  const bool user = std::find(users_.begin(), users_.end(), stream) != users_.end();
+  if (access == Access::read) return (!writer_ || *writer_ == stream) && user;
+  return writer_ == stream && users_.size() == 1 && user;
+}
+
+void StreamOrder::order_device_access(Ordering ordering, StreamRef stream) {
+  if (ordering == Ordering::after_writer) {
+    wait_writer(stream);
+    add_user(stream);
+  } else {
+    join_users(stream);
+    set_exclusive(stream);
+  }
+}
+
+void StreamOrder::join_users(StreamRef stream) const {
+  for (const StreamRef user : users_) stream_wait_stream(stream, user);
+}
+
+void StreamOrder::wait_writer(StreamRef stream) const {
+  if (writer_) stream_wait_stream(stream, *writer_);
+}
+
+void StreamOrder::set_exclusive(StreamRef stream) {
+  writer_ = stream;
+  users_.assign(1, stream);
+}
+
+void StreamOrder::add_user(StreamRef stream) {
+  if (std::find(users_.begin(), users_.end(), stream) == users_.end()) users_.push_back(stream);
+}
+
+StreamRef StreamOrder::release_stream() const noexcept {
+  return writer_.value_or(users_.empty() ? StreamRef{} : users_.front());
+}
+
+void StreamOrder::add_host_reader(StreamRef stream, PooledEvent event, std::size_t end) {
+  host_readers_.push_back(PendingCopy{stream, std::move(event)});
+  host_read_end_ = std::max(host_read_end_, end);
+}
+
+void StreamOrder::wait_host_readers() {
+  while (!host_readers_.empty()) {
+    PendingCopy& copy = host_readers_.back();
+    if (!runtime().query(copy.event.get())) runtime().synchronize(copy.event.get());
+    host_readers_.pop_back();
+  }
+  host_read_end_ = 0;
+}
+
+void StreamOrder::wait_every_device_use() {
+  forget_retired();
+  while (!users_.empty()) {
+    host_wait_stream(users_.back());
+    users_.pop_back();
+  }
+  if (writer_) host_wait_stream(*writer_);
+  writer_.reset();
+  host_read_end_ = 0;
+}
+
+bool StreamOrder::sole_host_reader_done() const noexcept {
+  try {
+    return runtime().query(host_readers_.front().event.get());
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace smartarray::detail

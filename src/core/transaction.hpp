@@ -1,0 +1,50 @@
+// Private: the bookkeeping that every locked entry point of ArrayCore shares.
+#pragma once
+
+#include <smartarray/detail/array_core.hpp>
+
+#include "eviction.hpp"
+
+#include <mutex>
+
+namespace smartarray::detail {
+
+/// One entry point's transaction: it takes the array's lock, marks the array as the one this
+/// thread is acquiring (eviction skips it, and traces name `where`), drops the retired streams and,
+/// for a use, moves the array up the least-recently-used order. When it ends (normally or by an
+/// exception) it refreshes the observers: the fast-path flags and the lock-free window, the debug
+/// view generations and the stale-host guard; after a device acquire, the views start anew.
+class ArrayCore::Transaction {
+ public:
+  /// What the entry point is.
+  enum class Kind {
+    use,      ///< an access of the data: it counts as a use for eviction
+    change,   ///< a change of the array that is not a use
+    inspect,  ///< reads or copies out without changing the state: no refresh
+  };
+
+  Transaction(ArrayCore& core, Kind kind, const smartarray::source_location* where = nullptr)
+      : core_(core), lock_(core.mutex_), scope_(&core, where), refresh_(kind != Kind::inspect) {
+    core.order_.forget_retired();
+    if (kind == Kind::use) core.touch();
+  }
+  ~Transaction() {
+    if (!refresh_) return;
+    core_.refresh_state();
+    if (start_views_) core_.start_views();
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  /// The device views handed out from now on see the state this transaction leaves.
+  void start_views() noexcept { start_views_ = true; }
+
+ private:
+  ArrayCore& core_;
+  std::lock_guard<std::mutex> lock_;
+  AcquireScope scope_;
+  bool refresh_;
+  bool start_views_ = false;
+};
+
+}  // namespace smartarray::detail
