@@ -42,6 +42,16 @@
 #endif
 #endif
 
+/// The inline namespace that holds SmartArray and DeviceView. A debug build's DeviceView carries
+/// the stamp that its checks need and a release build's does not, so the two builds must never
+/// share these types: with a namespace of each, translation units built both ways that pass an
+/// array or a view to each other fail to link instead of misreading the view.
+#if SMARTARRAY_DEBUG_CHECKS
+#define SMARTARRAY_VIEW_ABI checked_views
+#else
+#define SMARTARRAY_VIEW_ABI unchecked_views
+#endif
+
 #include <cstddef>
 #include <cstdint>
 #include <source_location>

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 namespace smartarray {
+inline namespace SMARTARRAY_VIEW_ABI {
 
 template <typename T>
 class SmartArray;
@@ -28,6 +29,8 @@ class SmartArray;
  * `span()` and the conversion to a span throw logic_error, naming the array, the operation and
  * what happened to the array, when a view of a SmartArray is used after it stopped being valid.
  * Device code and `operator[]` are never checked; views made from a raw pointer are not tracked.
+ * Only debug builds carry the stamp that the check needs: a release view is the pointer and the
+ * size (16 bytes on 64-bit machines).
  */
 template <typename T>
 class DeviceView {
@@ -48,7 +51,11 @@ class DeviceView {
   template <typename U>
     requires(std::is_same_v<const U, T> && !std::is_const_v<U>)
   SMARTARRAY_HOST_DEVICE constexpr DeviceView(DeviceView<U> other) noexcept  // NOLINT
-      : data_(other.data_), size_(other.size_), stamp_(other.stamp_) {}
+      : data_(other.data_), size_(other.size_) {
+#if SMARTARRAY_DEBUG_CHECKS
+    stamp_ = other.stamp_;
+#endif
+  }
 
   /// @brief Element `i` (unchecked).
   SMARTARRAY_HOST_DEVICE constexpr reference operator[](size_type i) const noexcept {
@@ -95,8 +102,12 @@ class DeviceView {
   friend class SmartArray;
 
   SMARTARRAY_HOST_DEVICE constexpr DeviceView(T* data, size_type size,
-                                              detail::ViewStamp stamp) noexcept
-      : data_(data), size_(size), stamp_(stamp) {}
+                                              [[maybe_unused]] detail::ViewStamp stamp) noexcept
+      : data_(data), size_(size) {
+#if SMARTARRAY_DEBUG_CHECKS
+    stamp_ = stamp;
+#endif
+  }
 
   SMARTARRAY_HOST_DEVICE constexpr void check([[maybe_unused]] const char* operation) const {
 #if SMARTARRAY_DEBUG_CHECKS && !SMARTARRAY_IN_DEVICE_CODE
@@ -108,10 +119,18 @@ class DeviceView {
 
   T* data_ = nullptr;
   size_type size_ = 0;
+#if SMARTARRAY_DEBUG_CHECKS
+  /// Only debug builds check views, so only their views carry the stamp.
   detail::ViewStamp stamp_{};
+#endif
 };
 
 static_assert(std::is_trivially_copyable_v<DeviceView<float>>);
 static_assert(std::is_trivially_copyable_v<DeviceView<const float>>);
+#if !SMARTARRAY_DEBUG_CHECKS
+// What a kernel parameter costs: the pointer and the size, nothing else.
+static_assert(sizeof(DeviceView<float>) == sizeof(float*) + sizeof(std::size_t));
+#endif
 
+}  // inline namespace SMARTARRAY_VIEW_ABI
 }  // namespace smartarray

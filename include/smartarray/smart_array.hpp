@@ -274,6 +274,10 @@ struct Compared {
 
 }  // namespace detail
 
+/// Release and debug builds lay out DeviceView differently (config.hpp): the ABI namespace keeps
+/// their SmartArray and DeviceView distinct types.
+inline namespace SMARTARRAY_VIEW_ABI {
+
 /**
  * @brief A `std::vector<T>` replacement with lazy host/device residency.
  *
@@ -1269,6 +1273,8 @@ SmartArray(It, It, const ArrayOptions&) -> SmartArray<std::iter_value_t<It>>;
 ///        guide does (the allocator's element type is not used).
 template <detail::InputIterator It, typename U>
 SmartArray(It, It, const Allocator<U>&) -> SmartArray<std::iter_value_t<It>>;
+
+}  // inline namespace SMARTARRAY_VIEW_ABI
 
 /// @brief Swaps two arrays (O(1)).
 /// @param a one array.
