@@ -131,19 +131,47 @@ std::FILE* trace_sink() noexcept {
 bool trace_enabled() noexcept { return trace_sink() != nullptr; }
 
 namespace detail {
-void trace_migration(const char* direction, std::uint64_t bytes, const char* reason,
-                     std::uint64_t array_id, const char* label,
-                     const smartarray::source_location& where) {
-  std::FILE* sink = trace_sink();
-  if (sink == nullptr) return;
+namespace {
+
+const char* direction_of(TransferKind kind) noexcept {
+  switch (kind) {
+    case TransferKind::h2d: return "H2D";
+    case TransferKind::d2h: return "D2H";
+    case TransferKind::d2d: return "D2D";
+    case TransferKind::prefetch_to_host: return "prefetch to host";
+    case TransferKind::prefetch_to_device: return "prefetch to device";
+  }
+  return "?";
+}
+
+void add(TransferCounters& counters, const TransferEvent& event) noexcept {
+  switch (event.kind) {
+    case TransferKind::h2d: counters.add_h2d(event.bytes); break;
+    case TransferKind::d2h: counters.add_d2h(event.bytes); break;
+    case TransferKind::d2d: counters.add_d2d(event.bytes); break;
+    case TransferKind::prefetch_to_host:
+    case TransferKind::prefetch_to_device: counters.add_prefetch(event.bytes); break;
+  }
+}
+
+/// One trace line: direction, bytes, the array's number and label, reason and call site.
+void trace(std::FILE* sink, const TransferEvent& event) noexcept {
   static std::mutex mutex;
   std::lock_guard lock(mutex);
-  std::fprintf(sink, "smartarray: %s %llu B array #%llu%s%s%s (%s) at %s:%u\n", direction,
-               static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(array_id),
-               label != nullptr ? " \"" : "", label != nullptr ? label : "",
-               label != nullptr ? "\"" : "", reason, where.file_name(),
-               static_cast<unsigned>(where.line()));
+  std::fprintf(sink, "smartarray: %s %llu B array #%llu%s%s%s (%s) at %s:%u\n",
+               direction_of(event.kind), static_cast<unsigned long long>(event.bytes),
+               static_cast<unsigned long long>(event.array_id), event.label != nullptr ? " \"" : "",
+               event.label != nullptr ? event.label : "", event.label != nullptr ? "\"" : "",
+               event.reason, event.where.file_name(), static_cast<unsigned>(event.where.line()));
   std::fflush(sink);
+}
+
+}  // namespace
+
+void emit_transfer(const TransferEvent& event, TransferCounters* array) noexcept {
+  add(global_counters(), event);
+  if (array != nullptr) add(*array, event);
+  if (std::FILE* sink = trace_sink()) trace(sink, event);
 }
 }  // namespace detail
 

@@ -141,23 +141,13 @@ void Runtime::unregister_host(void* ptr) noexcept {
 }
 
 void Runtime::copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind,
-                         StreamRef stream, Counted counted) {
+                         StreamRef stream) {
   if (bytes == 0) return;
   SMARTARRAY_EXPECTS(dst != nullptr && src != nullptr, logic_error, copy_kind_name(kind),
                      " copy of ", bytes, " bytes with a null pointer (dst ", dst, ", src ", src,
                      ")");
   check_injected_copy_failure(bytes, copy_kind_name(kind), stream);
   do_copy_async(dst, src, bytes, kind, stream);
-  if (counted == Counted::yes) count_transfer(kind, bytes);
-}
-
-void Runtime::count_transfer(CopyKind kind, std::size_t bytes) noexcept {
-  switch (kind) {
-    case CopyKind::host_to_device: global_counters().add_h2d(bytes); break;
-    case CopyKind::device_to_host: global_counters().add_d2h(bytes); break;
-    case CopyKind::device_to_device: global_counters().add_d2d(bytes); break;
-    case CopyKind::host_to_host: break;
-  }
 }
 
 void Runtime::advise_read_mostly(const void* ptr, std::size_t bytes) {
@@ -170,7 +160,6 @@ void Runtime::prefetch_async(const void* ptr, std::size_t bytes, Location where,
   if (bytes == 0) return;
   check_injected_copy_failure(bytes, "managed prefetch", stream);
   do_prefetch_async(ptr, bytes, where, stream);
-  global_counters().add_prefetch(bytes);
 }
 
 void Runtime::synchronize(StreamRef stream) {

@@ -136,11 +136,25 @@ std::function<void(const std::string&)> set_expect_transfers_handler(
 [[nodiscard]] bool trace_enabled() noexcept;
 
 namespace detail {
-/// Writes one trace line: direction, bytes, the array's number and label (nullptr: none), reason
-/// and call site. No-op unless tracing.
-void trace_migration(const char* direction, std::uint64_t bytes, const char* reason,
-                     std::uint64_t array_id, const char* label,
-                     const smartarray::source_location& where);
+/// The kinds of logical transfer.
+enum class TransferKind : std::uint8_t { h2d, d2h, d2d, prefetch_to_host, prefetch_to_device };
+
+/// One logical transfer of an array's data (a staged copy is one transfer, however many chunks it
+/// takes): its kind and bytes, why it was made, the array (number and label, nullptr for none) and
+/// the user's call it serves.
+struct TransferEvent {
+  TransferKind kind;
+  std::uint64_t bytes;
+  const char* reason;
+  std::uint64_t array_id;
+  const char* label;
+  const smartarray::source_location& where;
+};
+
+/// The one place where transfers are recorded. Each sink learns of `event` from here: the global
+/// counters (which `ExpectTransfers` and `global_transfer_stats` read), the array's own counters
+/// (`array`, or nullptr), and the trace (one line, when tracing).
+void emit_transfer(const TransferEvent& event, TransferCounters* array) noexcept;
 }  // namespace detail
 
 }  // namespace smartarray

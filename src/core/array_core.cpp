@@ -79,7 +79,7 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
       release_all();
       throw;
     }
-    counters_.add_d2d(device_end);
+    here.note_transfer(TransferKind::d2d, device_end);
     // The copy reads `other` on `stream`: a later write of `other` must wait for it. SmartArray
     // keeps its core mutable, so this core is never a const object.
     const_cast<ArrayCore&>(other).order_.add_user(stream);
@@ -314,7 +314,10 @@ void ArrayCore::ensure_device_capacity(StreamRef stream, std::size_t keep) {
     placement_.device_resource->deallocate(stream, fresh, new_capacity);
     throw;
   }
-  if (keep > 0) counters_.add_d2d(keep);
+  if (keep > 0) {
+    context("device buffer growth", AcquireScope::current_call_site())
+        .note_transfer(TransferKind::d2d, keep);
+  }
   if (buffers_.device_external) {
     buffers_.device_external = false;
   } else {
@@ -387,7 +390,7 @@ void ArrayCore::copy_device_in(std::byte* dst, const std::byte* src, std::size_t
                                StreamRef stream, const smartarray::source_location& where) {
   Transaction transaction(*this, Transaction::Kind::inspect);
   runtime().copy_async(dst, src, bytes, CopyKind::device_to_device, stream);
-  context("copy from another array", where).note_transfer(CopyKind::device_to_device, bytes);
+  context("copy from another array", where).note_transfer(TransferKind::d2d, bytes);
 }
 
 void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bool wait,
@@ -420,7 +423,7 @@ void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bo
     runtime().copy_async(dst + copy.range.begin, buffers_.device + copy.range.begin,
                          copy.range.size(), CopyKind::device_to_host, stream);
     order_.add_user(stream);
-    context("copy_to_host", where).note_transfer(CopyKind::device_to_host, copy.range.size());
+    context("copy_to_host", where).note_transfer(TransferKind::d2h, copy.range.size());
   }
   if (wait && !plan.copies_nothing()) {
     host_wait_stream(stream);

@@ -30,7 +30,7 @@ void note_pageable_fallback(std::size_t bytes, const std::exception& why) {
   });
 }
 
-/// The pinned blocks of one staged transfer, taken with allocate_sync (the pool hands a pinned
+/// The pinned blocks of one staged transfer (one logical transfer, however many chunks), taken with allocate_sync (the pool hands a pinned
 /// block to a host writer only once its copies are done) and given back for anyone once every
 /// chunk's copy was waited for. Released on the stream instead, a host request could not take them
 /// while later work (the kernels) is queued there, and the next staged copy would grow the pinned
@@ -89,8 +89,7 @@ void staged_copy_to_device(MemoryResource& resource, std::byte* dst, const std::
     // Reuse a block once the DMA that read it is done; the other blocks' DMA runs meanwhile.
     if (in_use[i % blocks.count()]) runtime().synchronize(blocks.copied(i).get());
     parallel_copy(blocks.block(i), src + offset, n);
-    runtime().copy_async(dst + offset, blocks.block(i), n, CopyKind::host_to_device, stream,
-                         Counted::no);
+    runtime().copy_async(dst + offset, blocks.block(i), n, CopyKind::host_to_device, stream);
     runtime().record(blocks.copied(i).get(), stream);
     in_use[i % blocks.count()] = true;
   }
@@ -99,7 +98,6 @@ void staged_copy_to_device(MemoryResource& resource, std::byte* dst, const std::
     if (in_use[b]) runtime().synchronize(blocks.copied(b).get());
   }
   blocks.finish();
-  Runtime::count_transfer(CopyKind::host_to_device, bytes);  // one transfer, however many chunks
 }
 
 /// Copies `bytes` from the device at `src` to pageable `dst` through pinned blocks.
@@ -111,7 +109,7 @@ void staged_copy_to_host(MemoryResource& resource, std::byte* dst, const std::by
   };
   const auto issue = [&](std::size_t i) {
     runtime().copy_async(blocks.block(i), src + i * blocks.chunk(), chunk_bytes(i),
-                         CopyKind::device_to_host, stream, Counted::no);
+                         CopyKind::device_to_host, stream);
     runtime().record(blocks.copied(i).get(), stream);
   };
   for (std::size_t i = 0; i < blocks.count(); ++i) issue(i);
@@ -122,7 +120,6 @@ void staged_copy_to_host(MemoryResource& resource, std::byte* dst, const std::by
     if (i + blocks.count() < blocks.chunks()) issue(i + blocks.count());
   }
   blocks.finish();
-  Runtime::count_transfer(CopyKind::device_to_host, bytes);
 }
 
 /// The two-buffer modes: a copy writes the side it goes to, ordered after the users of that side.
@@ -134,7 +131,7 @@ class TwoBufferStorage : public StorageStrategy {
     // The copy writes the device buffer: it follows every earlier use of it on other streams.
     context.order().join_users(stream);
     upload(context, range, stream);
-    context.note_transfer(CopyKind::host_to_device, range.size());
+    context.note_transfer(TransferKind::h2d, range.size());
     context.order().set_exclusive(stream);
   }
 
@@ -144,7 +141,7 @@ class TwoBufferStorage : public StorageStrategy {
     context.order().wait_writer(stream);
     context.order().add_user(stream);
     download(context, dst, range, stream);
-    context.note_transfer(CopyKind::device_to_host, range.size());
+    context.note_transfer(TransferKind::d2h, range.size());
     context.note_wait();
   }
 
@@ -326,7 +323,7 @@ class ManagedStorage final : public OneBufferStorage {
     if (!runtime().properties().concurrent_managed_access) return;
     // The host touched the data last: move it before the kernel faults it in page by page.
     runtime().prefetch_async(context.buffers().host, context.size(), Location::device, stream);
-    context.note_prefetch(Location::device, context.size());
+    context.note_transfer(TransferKind::prefetch_to_device, context.size());
     context.buffers().host_write_faults_pending = false;
   }
   [[nodiscard]] std::byte* device_address(const StorageContext& context) const override {
@@ -338,36 +335,15 @@ class ManagedStorage final : public OneBufferStorage {
     if (!runtime().properties().concurrent_managed_access) return;
     // The device wrote last: bring the pages back in one migration instead of host page faults.
     runtime().prefetch_async(context.buffers().host, context.size(), Location::host, stream);
-    context.note_prefetch(Location::host, context.size());
+    context.note_transfer(TransferKind::prefetch_to_host, context.size());
     context.buffers().host_write_faults_pending = true;
   }
 };
 
 }  // namespace
 
-void StorageContext::note_transfer(CopyKind kind, std::size_t bytes) const {
-  const char* direction = "D2D";
-  switch (kind) {
-    case CopyKind::host_to_device:
-      core.counters_.add_h2d(bytes);
-      direction = "H2D";
-      break;
-    case CopyKind::device_to_host:
-      core.counters_.add_d2h(bytes);
-      direction = "D2H";
-      break;
-    case CopyKind::device_to_device:
-    case CopyKind::host_to_host:
-      core.counters_.add_d2d(bytes);
-      break;
-  }
-  trace_migration(direction, bytes, reason, core.id(), core.trace_label(), where);
-}
-
-void StorageContext::note_prefetch(Location to, std::size_t bytes) const {
-  core.counters_.add_prefetch(bytes);
-  trace_migration(to == Location::host ? "prefetch to host" : "prefetch to device", bytes, reason,
-                  core.id(), core.trace_label(), where);
+void StorageContext::note_transfer(TransferKind kind, std::size_t bytes) const {
+  emit_transfer({kind, bytes, reason, core.id(), core.trace_label(), where}, &core.counters_);
 }
 
 const StorageStrategy& storage_strategy(MemoryMode mode) noexcept {

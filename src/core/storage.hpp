@@ -32,10 +32,9 @@ struct StorageContext {
   [[nodiscard]] std::size_t size() const noexcept { return core.state_.size(); }
   /// The host resource (the default is taken at the first call).
   [[nodiscard]] MemoryResource& host_resource() const { return core.host_mr(); }
-  /// One logical transfer of `bytes`: counted on the array and traced with the call's reason.
-  void note_transfer(CopyKind kind, std::size_t bytes) const;
-  /// A prefetch of managed memory to `to`.
-  void note_prefetch(Location to, std::size_t bytes) const;
+  /// One logical transfer of `bytes` (detail::emit_transfer): counted on the array and globally,
+  /// and traced with the call's reason.
+  void note_transfer(TransferKind kind, std::size_t bytes) const;
   /// The host waited for device work.
   void note_wait() const noexcept { core.counters_.add_wait(); }
   /// Makes the whole host buffer accessible before `dst` is written, when it is the host buffer.

@@ -34,9 +34,6 @@ enum PinnedFlags : unsigned {
 /// An opaque event handle of the active backend.
 using EventHandle = void*;
 
-/// Whether a copy counts as one transfer in the global counters.
-enum class Counted : bool { no, yes };
-
 /**
  * @brief The backend interface. One instance exists per process, returned by `runtime()`.
  *
@@ -68,14 +65,11 @@ class Runtime {
   /// The device address of mapped pinned memory.
   [[nodiscard]] virtual void* mapped_device_pointer(void* host_ptr) = 0;
 
-  // --- async work (counted, fault-injectable) ---
-  /// Enqueues a copy of `bytes` on `stream`. Zero bytes is a no-op. `Counted::no` leaves the
-  /// global counters to the caller: a transfer staged in chunks counts once (count_transfer()).
-  void copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, StreamRef stream,
-                  Counted counted = Counted::yes);
-  /// Counts one transfer of `bytes` in the global counters.
-  static void count_transfer(CopyKind kind, std::size_t bytes) noexcept;
-  /// Enqueues a prefetch of managed memory (counted as a prefetch, not a copy).
+  // --- async work (fault-injectable) ---
+  /// Enqueues a copy of `bytes` on `stream`. Zero bytes is a no-op. Not counted here: the core
+  /// reports each logical transfer once (detail::emit_transfer), however many copies it takes.
+  void copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, StreamRef stream);
+  /// Enqueues a prefetch of managed memory (reported by the core, as copies are).
   void prefetch_async(const void* ptr, std::size_t bytes, Location where, StreamRef stream);
   /// Advises the driver that managed memory is read mostly (cudaMemAdviseSetReadMostly): each
   /// side that reads it keeps a copy, and only a write invalidates the others.
