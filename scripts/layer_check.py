@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Checks that no file of a lower layer includes a file of a higher one (docs/design.md, "Layers").
+
+Each header under include/smartarray/ and each file under src/ belongs to one layer; an include
+of a smartarray header or of a src/ file from a higher layer is an error. Exit 1 on any, naming
+the file, the include and both layers.
+"""
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+LAYERS = ["base", "runtime", "memory", "core", "views and SmartArray", "adapters", "umbrella"]
+
+# Files by layer, as paths relative to include/smartarray/ or to the repository root (src/...).
+MEMBERS = {
+    "base": ["config.hpp", "error.hpp", "stream.hpp", "residency.hpp", "memory_mode.hpp",
+             "runtime.hpp", "testing.hpp", "debug.hpp", "observability.hpp",
+             "host_registration.hpp", "detail/view_registry.hpp", "detail/host_guard.hpp",
+             "src/observability.cpp", "src/view_registry.cpp", "src/host_guard.cpp"],
+    "runtime": ["detail/runtime.hpp", "detail/cuda_check.hpp", "src/runtime.cpp", "src/cuda/",
+                "src/host/", "src/host_memory.hpp", "src/host_registration.cpp"],
+    "memory": ["memory/", "src/memory/"],
+    "core": ["detail/residency_state.hpp", "detail/stream_order.hpp", "detail/array_core.hpp",
+             "src/core/", "src/parallel_copy.hpp", "src/parallel_copy.cpp"],
+    "views and SmartArray": ["device_view.hpp", "shaped_view.hpp", "host_iterator.hpp",
+                             "smart_array.hpp", "detail/array_factory.hpp"],
+    "adapters": ["launch.hpp", "out.hpp", "transform.hpp", "for_each_index.hpp", "reduce.hpp",
+                 "algorithms.hpp", "thrust_interop.hpp", "numba.hpp", "detail/adapter_traits.hpp"],
+    "umbrella": ["smartarray.hpp"],
+}
+
+
+def layer_of(name):
+    """The layer index of a file named relative to include/smartarray/ or to the root."""
+    best = None
+    for index, layer in enumerate(LAYERS):
+        for member in MEMBERS[layer]:
+            if name == member or (member.endswith("/") and name.startswith(member)):
+                if best is None or len(member) > best[1]:
+                    best = (index, len(member))
+    return None if best is None else best[0]
+
+
+def files():
+    include = ROOT / "include" / "smartarray"
+    for path in sorted(include.rglob("*.hpp")):
+        yield path, str(path.relative_to(include))
+    for path in sorted((ROOT / "src").rglob("*")):
+        if path.suffix in (".hpp", ".cpp", ".cu"):
+            yield path, str(path.relative_to(ROOT))
+
+
+def main():
+    errors = []
+    for path, name in files():
+        own = layer_of(name)
+        if own is None:
+            errors.append(f"{name}: belongs to no layer (scripts/layer_check.py)")
+            continue
+        for line in path.read_text().splitlines():
+            match = re.match(r'\s*#\s*include\s+([<"])([^>"]+)[>"]', line)
+            if not match:
+                continue
+            target = match.group(2)
+            if match.group(1) == "<":
+                if not target.startswith("smartarray/"):
+                    continue
+                included = target[len("smartarray/"):]
+            else:
+                resolved = (path.parent / target).resolve()
+                try:
+                    included = str(resolved.relative_to(ROOT))
+                except ValueError:
+                    continue
+            other = layer_of(included)
+            if other is None:
+                errors.append(f"{name}: includes {target}, which belongs to no layer")
+            elif other > own:
+                errors.append(f"{name} ({LAYERS[own]}) includes {target} ({LAYERS[other]})")
+    for error in errors:
+        print(f"layer_check: {error}", file=sys.stderr)
+    if errors:
+        return 1
+    print(f"layer_check: no upward include in {sum(1 for _ in files())} files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
