@@ -3,8 +3,8 @@
 
 #include "bench_git_commit.hpp"  // generated at build time: SMARTARRAY_BENCH_GIT_COMMIT
 
-#include <smartarray/detail/cuda_check.hpp>
-#include <smartarray/runtime.hpp>
+#include <smartarray/runtime/detail/cuda_check.hpp>
+#include <smartarray/runtime/runtime.hpp>
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>

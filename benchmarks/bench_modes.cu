@@ -9,8 +9,8 @@
 // explicit within 1.05x of pinned_memcpy; pageable at least 2x faster than pageable_memcpy at
 // 1.6e7; managed (prefetch) at least 2x faster than managed_on_demand.
 #include <smartarray/smartarray.hpp>
-#include <smartarray/memory_mode.hpp>
-#include <smartarray/detail/cuda_check.hpp>
+#include <smartarray/memory/memory_mode.hpp>
+#include <smartarray/runtime/detail/cuda_check.hpp>
 
 #include "bench_main.hpp"
 #include "bench_support.cuh"

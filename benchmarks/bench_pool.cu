@@ -4,13 +4,13 @@
 //   uniform up to 1 MiB and up to 64 MiB, 73% allocate / 27% free, at most 16,000 MiB live);
 // - BM_StreamTemporaries*: 4 streams x 4 kernels, each kernel with a temporary buffer.
 // Our benchmarks report `speedup_vs_<baseline>` counters: the baseline's mean time over ours.
-#include <smartarray/detail/cuda_check.hpp>
-#include <smartarray/detail/runtime.hpp>
+#include <smartarray/runtime/detail/cuda_check.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/pool_resource.hpp>
 #include <smartarray/memory/upstream_resources.hpp>
-#include <smartarray/runtime.hpp>
-#include <smartarray/stream.hpp>
+#include <smartarray/runtime/runtime.hpp>
+#include <smartarray/runtime/stream.hpp>
 
 #include "bench_main.hpp"
 

@@ -3,12 +3,12 @@
 // iteration (CUDA events on the cuda backend, the host clock on the host backend).
 #pragma once
 
-#include <smartarray/for_each_index.hpp>
-#include <smartarray/observability.hpp>
-#include <smartarray/runtime.hpp>
-#include <smartarray/stream.hpp>
-#include <smartarray/detail/cuda_check.hpp>
-#include <smartarray/detail/runtime.hpp>
+#include <smartarray/adapters/for_each_index.hpp>
+#include <smartarray/diagnostics/observability.hpp>
+#include <smartarray/runtime/runtime.hpp>
+#include <smartarray/runtime/stream.hpp>
+#include <smartarray/runtime/detail/cuda_check.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>

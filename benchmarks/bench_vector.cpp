@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <fstream>
 #include <random>
-#include <smartarray/smart_array.hpp>
+#include <smartarray/core/smart_array.hpp>
 #include <sstream>
 #include <string>
 #include <type_traits>

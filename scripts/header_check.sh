@@ -31,7 +31,7 @@ venv="${root}/${build}/venv"
 unset CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH
 
 # Headers that need nvcc by design (they #error otherwise): the g++ steps skip them.
-nvcc_only=(smartarray/thrust_interop.hpp)
+nvcc_only=(smartarray/adapters/thrust_interop.hpp smartarray/thrust_interop.hpp)
 
 rm -rf "${work}"
 mkdir -p "${work}/tu" "${work}/logs"

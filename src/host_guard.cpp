@@ -1,5 +1,5 @@
-#include <smartarray/debug.hpp>
-#include <smartarray/detail/host_guard.hpp>
+#include <smartarray/diagnostics/debug.hpp>
+#include <smartarray/diagnostics/detail/host_guard.hpp>
 
 #include <signal.h>
 #include <sys/mman.h>

@@ -1,7 +1,7 @@
 // RAII registration of existing host memory.
-#include <smartarray/detail/runtime.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
-#include <smartarray/host_registration.hpp>
+#include <smartarray/runtime/host_registration.hpp>
 
 #include <utility>
 

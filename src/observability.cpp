@@ -1,5 +1,5 @@
 // Counters, the ExpectTransfers guard and the migration trace.
-#include <smartarray/observability.hpp>
+#include <smartarray/diagnostics/observability.hpp>
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 #include "parallel_copy.hpp"
 
-#include <smartarray/detail/host_guard.hpp>
+#include <smartarray/diagnostics/detail/host_guard.hpp>
 
 #include <algorithm>
 #include <atomic>

@@ -5,7 +5,7 @@
 // fault, which one thread would take in turn.
 #pragma once
 
-#include <smartarray/detail/array_core.hpp>  // parallel_copy, which SmartArray's constructors use
+#include <smartarray/core/detail/array_core.hpp>  // parallel_copy, which SmartArray's constructors use
 
 #include <cstddef>
 

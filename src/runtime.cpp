@@ -1,10 +1,10 @@
 // The backend seam's common half: backend selection, the counted and fault-injectable wrappers
 // around each backend's do_* functions, recycled events, and the public stream API.
-#include <smartarray/detail/runtime.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
-#include <smartarray/observability.hpp>
-#include <smartarray/stream.hpp>
-#include <smartarray/testing.hpp>
+#include <smartarray/diagnostics/observability.hpp>
+#include <smartarray/runtime/stream.hpp>
+#include <smartarray/diagnostics/testing.hpp>
 
 #include <atomic>
 #include <cstdlib>

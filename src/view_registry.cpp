@@ -1,4 +1,4 @@
-#include <smartarray/detail/view_registry.hpp>
+#include <smartarray/diagnostics/detail/view_registry.hpp>
 #include <smartarray/error.hpp>
 
 #include <array>

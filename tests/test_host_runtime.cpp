@@ -3,7 +3,7 @@
 // emulated latency and device size (both are read when a runtime is made).
 #include "support/test_support.hpp"
 
-#include <smartarray/detail/runtime.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 
 #include <gtest/gtest.h>

@@ -7,7 +7,7 @@
 #include "support/device_ops.cuh"
 
 #include <smartarray/smartarray.hpp>
-#include <smartarray/memory_mode.hpp>
+#include <smartarray/memory/memory_mode.hpp>
 #include <smartarray/memory/pool_resource.hpp>
 #include <smartarray/memory/upstream_resources.hpp>
 

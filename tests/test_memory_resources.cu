@@ -3,13 +3,13 @@
 // host backend and on the cuda backend.
 #include "support/test_support.hpp"
 
-#include <smartarray/detail/runtime.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/pool_resource.hpp>
 #include <smartarray/memory/statistics_adaptor.hpp>
 #include <smartarray/memory/upstream_resources.hpp>
-#include <smartarray/stream.hpp>
+#include <smartarray/runtime/stream.hpp>
 
 #include <gtest/gtest.h>
 

@@ -5,9 +5,9 @@
 #include "support/device_ops.cuh"
 
 #include <smartarray/smartarray.hpp>
-#include <smartarray/host_registration.hpp>
+#include <smartarray/runtime/host_registration.hpp>
 #include <smartarray/memory/default_resources.hpp>
-#include <smartarray/numba.hpp>
+#include <smartarray/adapters/numba.hpp>
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 // exactly the copies the model counts. Needs no backend: it runs the same on both.
 #include "support/residency_model.hpp"
 
-#include <smartarray/detail/residency_state.hpp>
+#include <smartarray/core/detail/residency_state.hpp>
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 #include "support/test_support.hpp"
 
 #include <smartarray/smartarray.hpp>
-#include <smartarray/thrust_interop.hpp>
+#include <smartarray/adapters/thrust_interop.hpp>
 
 #include <gtest/gtest.h>
 #include <thrust/execution_policy.h>

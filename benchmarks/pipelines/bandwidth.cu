@@ -3,9 +3,9 @@
 // backend and is not one of the seven contenders' workloads.
 #include "pipelines/workloads.cuh"
 
-#include <smartarray/smart_array.hpp>
-#include <smartarray/stream.hpp>
-#include <smartarray/detail/cuda_check.hpp>
+#include <smartarray/core/smart_array.hpp>
+#include <smartarray/runtime/stream.hpp>
+#include <smartarray/runtime/detail/cuda_check.hpp>
 
 #include "bench_support.cuh"
 

@@ -1,8 +1,8 @@
 // The checks and `measure`, shared by every workload of bench_pipelines (see contender.cuh).
 #include "pipelines/contender.cuh"
 
-#include <smartarray/observability.hpp>
-#include <smartarray/stream.hpp>
+#include <smartarray/diagnostics/observability.hpp>
+#include <smartarray/runtime/stream.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -8,7 +8,7 @@
 // skipped on the host backend, CallTimer brackets the calls, and a failed check fails the run.
 #pragma once
 
-#include <smartarray/stream.hpp>
+#include <smartarray/runtime/stream.hpp>
 
 #include "bench_support.cuh"
 

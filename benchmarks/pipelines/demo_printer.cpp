@@ -1,7 +1,7 @@
 // The README demo's output (see demo_printer.hpp): a short run, printed as one table per workload.
 #include "pipelines/demo_printer.hpp"
 
-#include <smartarray/runtime.hpp>
+#include <smartarray/runtime/runtime.hpp>
 
 #include "bench_compat.hpp"
 

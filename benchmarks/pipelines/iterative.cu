@@ -2,8 +2,8 @@
 // every iteration.
 #include "pipelines/workloads.cuh"
 
-#include <smartarray/smart_array.hpp>
-#include <smartarray/detail/cuda_check.hpp>
+#include <smartarray/core/smart_array.hpp>
+#include <smartarray/runtime/detail/cuda_check.hpp>
 
 #include "bench_support.cuh"
 #include "pipelines/contender.cuh"

@@ -4,7 +4,7 @@
 
 #include "pipelines/contender.cuh"
 
-#include <smartarray/stream.hpp>
+#include <smartarray/runtime/stream.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -9,10 +9,10 @@
 #include <nanobind/stl/optional.h>
 
 #include <smartarray/smartarray.hpp>
-#include <smartarray/numba.hpp>
-#include <smartarray/observability.hpp>
-#include <smartarray/runtime.hpp>
-#include <smartarray/stream.hpp>
+#include <smartarray/adapters/numba.hpp>
+#include <smartarray/diagnostics/observability.hpp>
+#include <smartarray/runtime/runtime.hpp>
+#include <smartarray/runtime/stream.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The array behind SmartArray<T>: construction, the acquires, and the device buffer. It carries out
 // the residency state machine (detail/residency_state.hpp) through the storage strategy of its
 // memory mode (storage.hpp). See detail/array_core.hpp for the parts.
-#include <smartarray/detail/array_core.hpp>
+#include <smartarray/core/detail/array_core.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include "../parallel_copy.hpp"

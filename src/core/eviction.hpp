@@ -2,7 +2,7 @@
 // it holds: one registry per pool, made with the pool's eviction hook on first use.
 #pragma once
 
-#include <smartarray/detail/array_core.hpp>
+#include <smartarray/core/detail/array_core.hpp>
 
 #include <cstdint>
 

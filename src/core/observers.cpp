@@ -1,7 +1,7 @@
 // The observers of ArrayCore's transitions: the fast-path flags and the lock-free resize window,
 // the generations that debug builds check device views against, and the stale-host guard.
-#include <smartarray/debug.hpp>
-#include <smartarray/detail/array_core.hpp>
+#include <smartarray/diagnostics/debug.hpp>
+#include <smartarray/core/detail/array_core.hpp>
 
 #include <algorithm>
 

@@ -11,7 +11,7 @@
 //   supports concurrent managed access; without it the driver migrates at each launch).
 #pragma once
 
-#include <smartarray/detail/array_core.hpp>
+#include <smartarray/core/detail/array_core.hpp>
 
 #include <cstddef>
 

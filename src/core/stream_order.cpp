@@ -1,5 +1,5 @@
 // The pending work of one array. See detail/stream_order.hpp.
-#include <smartarray/detail/stream_order.hpp>
+#include <smartarray/core/detail/stream_order.hpp>
 
 #include <algorithm>
 

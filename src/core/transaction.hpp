@@ -1,7 +1,7 @@
 // Private: the bookkeeping that every locked entry point of ArrayCore shares.
 #pragma once
 
-#include <smartarray/detail/array_core.hpp>
+#include <smartarray/core/detail/array_core.hpp>
 
 #include "eviction.hpp"
 

@@ -1,5 +1,5 @@
 // The failure paths of SMARTARRAY_CUDA_TRY / SMARTARRAY_CUDA_LOG.
-#include <smartarray/detail/cuda_check.hpp>
+#include <smartarray/runtime/detail/cuda_check.hpp>
 
 #include <cuda_runtime_api.h>
 

@@ -1,6 +1,6 @@
 // The cuda backend: the runtime seam over the CUDA runtime API. Every call is checked.
-#include <smartarray/detail/cuda_check.hpp>
-#include <smartarray/detail/runtime.hpp>
+#include <smartarray/runtime/detail/cuda_check.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 
 #include <cuda_runtime_api.h>
 

@@ -10,7 +10,7 @@
 #include "host/host_stream.hpp"
 #include "host_memory.hpp"
 
-#include <smartarray/detail/runtime.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/config.hpp>
 

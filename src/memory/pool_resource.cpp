@@ -16,7 +16,7 @@
 // the tree. They are filed as ordinary free blocks before the pool would grow, before any query
 // that reports free memory, and by trim() and the out-of-memory chain, so they never cost growth
 // nor show up as fragmentation.
-#include <smartarray/detail/runtime.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/pool_resource.hpp>
 

@@ -3,7 +3,7 @@
 // aborts, so that libFuzzer keeps the input. scripts/fuzz.sh builds and runs it.
 #include "support/api_model.hpp"
 
-#include <smartarray/runtime.hpp>
+#include <smartarray/runtime/runtime.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -25,7 +25,7 @@
 #pragma once
 
 #include <smartarray/smartarray.hpp>
-#include <smartarray/testing.hpp>
+#include <smartarray/diagnostics/testing.hpp>
 
 #include "input_iterator.hpp"
 #include "residency_model.hpp"

@@ -2,8 +2,8 @@
 // GoogleTest body (a private member function), so tests call these namespace-scope helpers.
 #pragma once
 
-#include <smartarray/for_each_index.hpp>
-#include <smartarray/smart_array.hpp>
+#include <smartarray/adapters/for_each_index.hpp>
+#include <smartarray/core/smart_array.hpp>
 
 #include <future>
 #include <memory>

@@ -4,8 +4,8 @@
 // Plain C++: the fuzzer builds it with clang.
 #pragma once
 
-#include <smartarray/observability.hpp>
-#include <smartarray/residency.hpp>
+#include <smartarray/diagnostics/observability.hpp>
+#include <smartarray/core/residency.hpp>
 
 #include <algorithm>
 #include <cstddef>

@@ -1,9 +1,9 @@
 // Shared helpers for the test suite: random non-zero data, poisoning, backend checks.
 #pragma once
 
-#include <smartarray/observability.hpp>
-#include <smartarray/runtime.hpp>
-#include <smartarray/testing.hpp>
+#include <smartarray/diagnostics/observability.hpp>
+#include <smartarray/runtime/runtime.hpp>
+#include <smartarray/diagnostics/testing.hpp>
 
 #include "support/gtest_compat.hpp"
 

@@ -10,7 +10,7 @@
 #pragma once
 
 #include <smartarray/config.hpp>
-#include <smartarray/stream.hpp>
+#include <smartarray/runtime/stream.hpp>
 
 #include <cstddef>
 

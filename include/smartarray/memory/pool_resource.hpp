@@ -26,7 +26,7 @@
 #pragma once
 
 #include <smartarray/memory/memory_resource.hpp>
-#include <smartarray/stream.hpp>
+#include <smartarray/runtime/stream.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -11,7 +11,7 @@
  */
 #pragma once
 
-#include <smartarray/detail/runtime.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/memory/memory_resource.hpp>
 
 #include <cstddef>

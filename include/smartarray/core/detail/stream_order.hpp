@@ -1,5 +1,5 @@
 /**
- * @file detail/stream_order.hpp
+ * @file core/detail/stream_order.hpp
  * @brief Private: the pending work of one array, and the waits that order new work after it.
  *
  * - The stream of the last operation that wrote the device copy, and the streams that used it
@@ -13,10 +13,10 @@
 #pragma once
 
 #include <smartarray/config.hpp>
-#include <smartarray/residency.hpp>
-#include <smartarray/stream.hpp>
-#include <smartarray/detail/residency_state.hpp>
-#include <smartarray/detail/runtime.hpp>
+#include <smartarray/core/residency.hpp>
+#include <smartarray/runtime/stream.hpp>
+#include <smartarray/core/detail/residency_state.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 
 #include <algorithm>
 #include <cstddef>

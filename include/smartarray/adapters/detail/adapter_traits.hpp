@@ -1,12 +1,12 @@
 /**
- * @file detail/adapter_traits.hpp
+ * @file adapters/detail/adapter_traits.hpp
  * @brief Type traits shared by the adapters (private): what kind of argument a call received.
  */
 #pragma once
 
-#include <smartarray/device_view.hpp>
-#include <smartarray/smart_array.hpp>
-#include <smartarray/stream.hpp>
+#include <smartarray/views/device_view.hpp>
+#include <smartarray/core/smart_array.hpp>
+#include <smartarray/runtime/stream.hpp>
 
 #include <type_traits>
 

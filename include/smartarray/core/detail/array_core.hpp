@@ -1,5 +1,5 @@
 /**
- * @file detail/array_core.hpp
+ * @file core/detail/array_core.hpp
  * @brief The untyped array behind SmartArray<T> (private): it carries out the residency state
  * machine.
  *
@@ -36,15 +36,15 @@
 
 #include <smartarray/config.hpp>
 #include <smartarray/memory/memory_resource.hpp>
-#include <smartarray/memory_mode.hpp>
-#include <smartarray/observability.hpp>
-#include <smartarray/residency.hpp>
-#include <smartarray/stream.hpp>
-#include <smartarray/detail/host_guard.hpp>
-#include <smartarray/detail/residency_state.hpp>
-#include <smartarray/detail/runtime.hpp>
-#include <smartarray/detail/stream_order.hpp>
-#include <smartarray/detail/view_registry.hpp>
+#include <smartarray/memory/memory_mode.hpp>
+#include <smartarray/diagnostics/observability.hpp>
+#include <smartarray/core/residency.hpp>
+#include <smartarray/runtime/stream.hpp>
+#include <smartarray/diagnostics/detail/host_guard.hpp>
+#include <smartarray/core/detail/residency_state.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
+#include <smartarray/core/detail/stream_order.hpp>
+#include <smartarray/diagnostics/detail/view_registry.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -436,7 +436,7 @@ class ArrayCore {
   TransferCounters counters_;
   /// The debug observers of transitions. Device view tracking: the slot (0 until the first device
   /// view) and the size, device buffer and device-valid end that the current views were made
-  /// with. The stale-host guard (smartarray/debug.hpp): the protected pages, the host range they
+  /// with. The stale-host guard (smartarray/diagnostics/debug.hpp): the protected pages, the host range they
   /// were made for, and the last device write access, which its message names.
   struct Observers {
     std::uint32_t view_slot = 0;

@@ -1,5 +1,5 @@
 /**
- * @file detail/cuda_check.hpp
+ * @file runtime/detail/cuda_check.hpp
  * @brief The one checking macro for CUDA runtime calls (private).
  */
 #pragma once

@@ -1,6 +1,6 @@
 /**
- * @file host_guard.hpp
- * @brief Private: page protection of stale host copies (see smartarray/debug.hpp).
+ * @file diagnostics/detail/host_guard.hpp
+ * @brief Private: page protection of stale host copies (see smartarray/diagnostics/debug.hpp).
  */
 #pragma once
 

@@ -1,5 +1,5 @@
 /**
- * @file detail/runtime.hpp
+ * @file runtime/detail/runtime.hpp
  * @brief The backend seam (private). Both backends implement `Runtime`.
  *
  * The public entry points are non-virtual: they count transfers and allocations, consult the fault
@@ -8,8 +8,8 @@
  */
 #pragma once
 
-#include <smartarray/runtime.hpp>
-#include <smartarray/stream.hpp>
+#include <smartarray/runtime/runtime.hpp>
+#include <smartarray/runtime/stream.hpp>
 
 #include <cstddef>
 #include <cstdint>

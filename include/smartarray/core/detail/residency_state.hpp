@@ -1,5 +1,5 @@
 /**
- * @file detail/residency_state.hpp
+ * @file core/detail/residency_state.hpp
  * @brief Private: which bytes of an array each side holds, and the copies each operation needs.
  *
  * `ResidencyState` is the pure part of the residency state machine: values in, values out, no
@@ -22,7 +22,7 @@
  */
 #pragma once
 
-#include <smartarray/residency.hpp>
+#include <smartarray/core/residency.hpp>
 
 #include <algorithm>
 #include <array>

@@ -1,5 +1,5 @@
 /**
- * @file detail/array_factory.hpp
+ * @file core/detail/array_factory.hpp
  * @brief Private: the constructions that need the core of a fresh SmartArray (device-only arrays
  *        for `device_array` and `map`, wrapped external device memory for `wrap_device`), and
  *        the free functions' operations on an array's core (`copy`).
@@ -7,9 +7,9 @@
 #pragma once
 
 #include <smartarray/config.hpp>
-#include <smartarray/device_view.hpp>
-#include <smartarray/smart_array.hpp>
-#include <smartarray/stream.hpp>
+#include <smartarray/views/device_view.hpp>
+#include <smartarray/core/smart_array.hpp>
+#include <smartarray/runtime/stream.hpp>
 
 #include <cstddef>
 

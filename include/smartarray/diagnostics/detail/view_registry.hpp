@@ -1,5 +1,5 @@
 /**
- * @file view_registry.hpp
+ * @file diagnostics/detail/view_registry.hpp
  * @brief Private: the generations that debug builds check device views against.
  *
  * An array takes a slot when it hands out its first device view. The slot's generation moves on

@@ -1,0 +1,97 @@
+/**
+ * @file adapters/for_each_index.hpp
+ * @brief `for_each_index(n, f, stream)`: runs `f(i)` for every i in [0, n) on the device.
+ *
+ * On the cuda backend this is a grid-stride kernel sized from the SM count (the calling file must
+ * be compiled by nvcc, and `f` must be `__host__ __device__`). On the host backend `f` runs on the
+ * stream's worker thread, in order with the stream's other work.
+ *
+ * The adapters that launch kernels of their own (this one, `transform`, `map`, `fill`, `reduce`)
+ * have one body under nvcc and another, which can only throw on the cuda backend, under a plain C++
+ * compiler. They live in the inline namespace `SMARTARRAY_KERNEL_ABI`, named after the compiler,
+ * so that a program that mixes both kinds of files never has the linker merge the two bodies.
+ */
+#pragma once
+
+#include <smartarray/config.hpp>
+#include <smartarray/error.hpp>
+#include <smartarray/runtime/runtime.hpp>
+#include <smartarray/runtime/stream.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
+
+#if defined(__CUDACC__)
+#include <smartarray/runtime/detail/cuda_check.hpp>
+#endif
+
+#include <algorithm>
+#include <cstddef>
+
+#if defined(__CUDACC__)
+#define SMARTARRAY_KERNEL_ABI compiled_by_nvcc
+#else
+#define SMARTARRAY_KERNEL_ABI compiled_without_nvcc
+#endif
+
+namespace smartarray {
+namespace detail {
+inline namespace SMARTARRAY_KERNEL_ABI {
+/// Throws before anything is acquired when `what` needs a kernel that the calling file cannot
+/// launch: on the cuda backend, a file not compiled by nvcc.
+inline void require_kernel_compiler([[maybe_unused]] const char* what,
+                                    [[maybe_unused]] std::size_t n) {
+#if !defined(__CUDACC__)
+  SMARTARRAY_EXPECTS(backend() != BackendKind::cuda, logic_error, what, " over ", n,
+                     " elements on the cuda backend: the calling file must be compiled by nvcc "
+                     "to launch a kernel");
+#endif
+}
+
+#if defined(__CUDACC__)
+template <typename F>
+__global__ void for_each_index_kernel(std::size_t n, F f) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    f(i);
+  }
+}
+
+/// Blocks for a grid-stride launch over `n` items: enough to fill the device, no more.
+inline unsigned grid_size_for(std::size_t n, unsigned block) {
+  const std::size_t wanted = (n + block - 1) / block;
+  const std::size_t full = static_cast<std::size_t>(device_properties().multiprocessor_count) * 32;
+  return static_cast<unsigned>(std::max<std::size_t>(1, std::min(wanted, full)));
+}
+#endif
+}  // namespace SMARTARRAY_KERNEL_ABI
+}  // namespace detail
+
+inline namespace SMARTARRAY_KERNEL_ABI {
+
+/**
+ * @brief Runs `f(i)` for i in [0, n) on the device of the active backend, queued on `stream`.
+ * @throws logic_error on the cuda backend when the caller was not compiled by nvcc.
+ * @throws cuda_error when the launch fails.
+ */
+template <typename F>
+void for_each_index(std::size_t n, F f, StreamRef stream = {}) {
+  if (n == 0) return;
+  if (backend() == BackendKind::host) {
+    detail::runtime().launch_host_func(stream, [n, f]() mutable {
+      for (std::size_t i = 0; i < n; ++i) f(i);
+    });
+    return;
+  }
+#if defined(__CUDACC__)
+  constexpr unsigned block = 256;
+  detail::for_each_index_kernel<<<detail::grid_size_for(n, block), block, 0,
+                                  static_cast<cudaStream_t>(stream.handle())>>>(n, f);
+  SMARTARRAY_CUDA_TRY(cudaGetLastError(), "launch for_each_index over ", n, " elements on stream ",
+                      stream.handle());
+#else
+  detail::require_kernel_compiler("for_each_index", n);
+#endif
+}
+
+}  // namespace SMARTARRAY_KERNEL_ABI
+}  // namespace smartarray

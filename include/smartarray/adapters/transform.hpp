@@ -1,0 +1,454 @@
+/**
+ * @file adapters/transform.hpp
+ * @brief Elementwise `transform(out, f, ins...)` and `map(f, ins...)`: our counterpart of Numba's
+ *        `@vectorize` ufuncs, with results that stay on the device.
+ *
+ * Each argument after `f` is an operand:
+ * - a `SmartArray` is acquired for `read` on the stream (one copy in when its device copy is
+ *   stale, none otherwise);
+ * - a `DeviceView` is used as it is (the caller acquired it);
+ * - anything else is a scalar, broadcast to every element (it must be trivially copyable).
+ *
+ * Array operands must all have the output's size. The output (`SmartArray`, `out(a)` or a
+ * `DeviceView`) is overwritten: it is acquired with `discard`, so nothing is copied into it, or
+ * with `read_write` when it is also an operand (an in-place transform). Operands are acquired
+ * before the output.
+ *
+ * A last argument that is a stream (`StreamRef`, `Stream` or `cudaStream_t`) is the stream to run
+ * on; otherwise the default stream. Up to 8 arguments follow the functor; the migration trace
+ * names the line of the `transform` or `map` call for the copies its operands need. On the cuda
+ * backend the work is a grid-stride kernel sized from the SM count (through `for_each_index`; the
+ * calling file must be compiled by nvcc). On the host backend `f` runs on the stream's worker
+ * thread. `f` must be callable on the host and the device (`__host__ __device__`, or a lambda
+ * marked `SMARTARRAY_HOST_DEVICE`).
+ *
+ * @code
+ * struct Add { SMARTARRAY_HOST_DEVICE float operator()(float x, float y) const { return x + y; } };
+ * sa::transform(sa::out(c), Add{}, a, b, stream);   // a, b: read; c: discard
+ * auto d = sa::map(Add{}, c, 1.0f);                 // a new array, valid on the device only
+ * @endcode
+ */
+#pragma once
+
+#include <smartarray/config.hpp>
+#include <smartarray/views/device_view.hpp>
+#include <smartarray/error.hpp>
+#include <smartarray/adapters/for_each_index.hpp>
+#include <smartarray/adapters/out.hpp>
+#include <smartarray/core/residency.hpp>
+#include <smartarray/core/smart_array.hpp>
+#include <smartarray/runtime/stream.hpp>
+#include <smartarray/adapters/detail/adapter_traits.hpp>
+#include <smartarray/core/detail/array_factory.hpp>
+
+#include <cuda/std/tuple>
+#include <cuda/std/utility>
+
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace smartarray {
+namespace detail {
+
+/// The size of an operand; `npos` for a scalar.
+inline constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
+
+template <typename A>
+std::size_t operand_size(const A& operand) noexcept {
+  if constexpr (is_elementwise_v<A>) {
+    return operand.size();
+  } else {
+    return npos;
+  }
+}
+
+/// The array behind an operand or output, to detect an in-place transform; nullptr for the rest.
+template <typename A>
+const void* array_identity(const A& argument) noexcept {
+  if constexpr (is_smart_array_v<A>) {
+    return std::addressof(argument);
+  } else if constexpr (is_out_v<A>) {
+    return std::addressof(argument.array());
+  } else {
+    return nullptr;
+  }
+}
+
+/// What the functor receives for an operand: an element reference or the scalar.
+template <typename A>
+struct OperandElement {
+  using type = const std::remove_cvref_t<A>&;
+};
+template <typename T>
+struct OperandElement<SmartArray<T>> {
+  using type = const T&;
+};
+template <typename T>
+struct OperandElement<DeviceView<T>> {
+  using type = T&;
+};
+template <typename A>
+using operand_element_t = typename OperandElement<std::remove_cvref_t<A>>::type;
+
+/// The value of an operand inside the kernel: a device view, or the scalar itself.
+template <typename A>
+auto device_operand(const A& operand, StreamRef stream, const smartarray::source_location& where) {
+  if constexpr (is_smart_array_v<A>) {
+    return operand.device_view(stream, where);
+  } else {
+    return operand;
+  }
+}
+
+template <typename T>
+SMARTARRAY_HOST_DEVICE T& element_at(const DeviceView<T>& view, std::size_t i) {
+  return view[i];
+}
+template <typename S>
+SMARTARRAY_HOST_DEVICE const S& element_at(const S& scalar, std::size_t) {
+  return scalar;
+}
+
+/// The per-element body: `out[i] = f(operands[i]...)`, scalars broadcast.
+template <typename F, typename R, typename... Operands>
+struct TransformOp {
+  F f;
+  DeviceView<R> out;
+  cuda::std::tuple<Operands...> operands;
+
+  SMARTARRAY_HOST_DEVICE void operator()(std::size_t i) {
+    apply(i, cuda::std::index_sequence_for<Operands...>{});
+  }
+  template <std::size_t... I>
+  SMARTARRAY_HOST_DEVICE void apply(std::size_t i, cuda::std::index_sequence<I...>) {
+    out[i] = static_cast<R>(f(element_at(cuda::std::get<I>(operands), i)...));
+  }
+};
+
+template <typename A>
+void check_operand_type() {
+  static_assert(!is_out_v<A>,
+                "transform/map: out() marks the output, which is the first argument of "
+                "transform; operands are only read");
+  static_assert(is_elementwise_v<A> || std::is_trivially_copyable_v<std::remove_cvref_t<A>>,
+                "transform/map: an argument that is neither a SmartArray nor a DeviceView is a "
+                "scalar, broadcast to every element, and must be trivially copyable");
+}
+
+template <typename A>
+void check_operand_size(const char* what, const A& operand, std::size_t index,
+                        std::size_t expected, const char* expected_name) {
+  const std::size_t size = operand_size(operand);
+  SMARTARRAY_EXPECTS(size == npos || size == expected, logic_error, what, ": operand ", index,
+                     " has ", size, " elements but ", expected_name, " has ", expected);
+}
+
+template <typename Output>
+struct OutputTraits {
+  static_assert(always_false_v<Output>,
+                "transform: the output must be a non-const SmartArray, out(a) or a DeviceView<T>");
+};
+template <typename T>
+struct OutputTraits<SmartArray<T>> {
+  using value_type = T;
+};
+template <typename T>
+struct OutputTraits<Out<T>> {
+  using value_type = T;
+};
+template <typename T>
+struct OutputTraits<DeviceView<T>> {
+  static_assert(!std::is_const_v<T>, "transform: the output view must be writable");
+  using value_type = T;
+};
+
+template <typename Output>
+std::size_t output_size(const Output& output) noexcept {
+  if constexpr (is_out_v<Output>) {
+    return output.array().size();
+  } else {
+    return output.size();
+  }
+}
+
+template <typename Output>
+DeviceView<typename OutputTraits<std::remove_cvref_t<Output>>::value_type> acquire_output(
+    Output& output, bool in_place, StreamRef stream, const smartarray::source_location& where) {
+  const Access access = in_place ? Access::read_write : Access::discard;
+  if constexpr (is_smart_array_v<Output>) {
+    return output.device_view(access, stream, where);
+  } else if constexpr (is_out_v<Output>) {
+    return output.array().device_view(access, stream, where);
+  } else {
+    return output;
+  }
+}
+
+/// True when the last of `Args` names a stream.
+template <typename... Args>
+struct EndsWithStream : std::false_type {};
+template <typename First, typename... Rest>
+struct EndsWithStream<First, Rest...>
+    : std::bool_constant<is_stream_v<std::tuple_element_t<sizeof...(Rest),
+                                                          std::tuple<First, Rest...>>>> {};
+
+/// Calls `body(stream, operands...)`, splitting a trailing stream off `args`.
+template <typename Body, typename... Args>
+decltype(auto) with_trailing_stream(Body&& body, Args&&... args) {
+  if constexpr (EndsWithStream<Args...>::value) {
+    auto all = std::forward_as_tuple(std::forward<Args>(args)...);
+    const StreamRef stream = std::get<sizeof...(Args) - 1>(all);
+    return [&]<std::size_t... I>(std::index_sequence<I...>) -> decltype(auto) {
+      return body(stream, std::get<I>(all)...);
+    }(std::make_index_sequence<sizeof...(Args) - 1>{});
+  } else {
+    return body(StreamRef{}, args...);
+  }
+}
+
+/// How many arguments `transform` and `map` take after the functor (operands and a stream): each
+/// arity is an overload of its own, so that the call site can be a defaulted last parameter.
+inline constexpr std::size_t max_elementwise_arguments = 8;
+
+inline namespace SMARTARRAY_KERNEL_ABI {
+template <typename Output, typename F, typename... Ins>
+void transform_on(const smartarray::source_location& where, StreamRef stream, Output& output, F f,
+                  const Ins&... ins) {
+  // A const DeviceView<T> still writes through; a const SmartArray does not.
+  constexpr bool writable = !std::is_const_v<Output> || is_device_view_v<Output>;
+  static_assert(writable,
+                "transform: the output must be a non-const SmartArray, out(a) or a DeviceView<T>");
+  if constexpr (writable) {
+    using R = typename OutputTraits<std::remove_cvref_t<Output>>::value_type;
+    (check_operand_type<Ins>(), ...);
+    const std::size_t n = output_size(output);
+    std::size_t index = 0;
+    (check_operand_size("transform", ins, ++index, n, "the output"), ...);
+    require_kernel_compiler("transform", n);
+    const void* output_array = array_identity(output);
+    const bool in_place =
+        output_array != nullptr && ((array_identity(ins) == output_array) || ...);
+    // Operands first, then the output: an in-place operand is read before it is overwritten.
+    TransformOp<F, R, decltype(device_operand(ins, stream, where))...> op{
+        f, {}, {device_operand(ins, stream, where)...}};
+    op.out = acquire_output(output, in_place, stream, where);
+    for_each_index(n, op, stream);
+  }
+}
+
+/// transform(output, f, args...) called at `where`.
+template <typename Output, typename F, typename... Args>
+void transform_at(const smartarray::source_location& where, Output&& output, F f, Args&&... args) {
+  with_trailing_stream(
+      [&](StreamRef stream, const auto&... ins) { transform_on(where, stream, output, f, ins...); },
+      std::forward<Args>(args)...);
+}
+
+/// map(f, args...) called at `where`.
+template <typename F, typename... Args>
+[[nodiscard]] auto map_at(const smartarray::source_location& where, F f, Args&&... args) {
+  return with_trailing_stream(
+      [&](StreamRef stream, const auto&... ins) {
+        static_assert((is_elementwise_v<decltype(ins)> || ...),
+                      "map: at least one operand must be a SmartArray or a DeviceView, to size "
+                      "the result");
+        using R =
+            std::remove_cvref_t<std::invoke_result_t<F&, operand_element_t<decltype(ins)>...>>;
+        static_assert(!std::is_void_v<R> && std::is_trivially_copyable_v<R>,
+                      "map: the functor must return a trivially copyable value");
+        std::size_t n = npos;
+        ((n = (n == npos ? operand_size(ins) : n)), ...);
+        std::size_t index = 0;
+        (check_operand_size("map", ins, ++index, n, "the first array operand"), ...);
+        require_kernel_compiler("map", n);
+        // Valid on the device only, written there on `stream` (the kernel below is its first
+        // use): no memory on the host until it is read there.
+        SmartArray<R> result = ArrayFactory::device_only<R>(n, stream, ArrayOptions{});
+        transform_on(where, stream, result, f, ins...);
+        return result;
+      },
+      std::forward<Args>(args)...);
+}
+}  // namespace SMARTARRAY_KERNEL_ABI
+
+}  // namespace detail
+
+inline namespace SMARTARRAY_KERNEL_ABI {
+
+/**
+ * @brief `out[i] = f(ins[i]...)` for every element, on the device; scalars broadcast.
+ *
+ * One overload per number of arguments after `f`, from 0 to `detail::max_elementwise_arguments`
+ * (8), each ending with the caller's source location (for the migration trace), which callers
+ * never pass.
+ *
+ * @param output a non-const `SmartArray`, `out(a)` or a `DeviceView<T>`; it is overwritten
+ *        (acquired with `discard`, or `read_write` when it is also an operand).
+ * @param f a `__host__ __device__` callable; its result converts to the output's element type.
+ * @param where the caller's source location.
+ * @throws logic_error when an array operand's size differs from the output's (nothing is acquired),
+ *         or on the cuda backend when the caller was not compiled by nvcc.
+ * @throws out_of_memory or cuda_error when an acquire or the launch fails.
+ */
+template <typename Output, typename F>
+void transform(Output&& output, F f,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f);
+}
+/// @brief transform with 1 argument after `f`: an operand (array, view or scalar) or the stream.
+template <typename Output, typename F, typename A1>
+void transform(Output&& output, F f, A1&& a1,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1));
+}
+/// @brief transform with 2 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2>
+void transform(Output&& output, F f, A1&& a1, A2&& a2,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2));
+}
+/// @brief transform with 3 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2, typename A3>
+void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
+                       std::forward<A3>(a3));
+}
+/// @brief transform with 4 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4>
+void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
+                       std::forward<A3>(a3), std::forward<A4>(a4));
+}
+/// @brief transform with 5 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4,
+          typename A5>
+void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
+                       std::forward<A3>(a3), std::forward<A4>(a4), std::forward<A5>(a5));
+}
+/// @brief transform with 6 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4,
+          typename A5, typename A6>
+void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
+                       std::forward<A3>(a3), std::forward<A4>(a4), std::forward<A5>(a5),
+                       std::forward<A6>(a6));
+}
+/// @brief transform with 7 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4,
+          typename A5, typename A6, typename A7>
+void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6,
+               A7&& a7,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
+                       std::forward<A3>(a3), std::forward<A4>(a4), std::forward<A5>(a5),
+                       std::forward<A6>(a6), std::forward<A7>(a7));
+}
+/// @brief transform with 8 arguments after `f`: operands, the last one possibly the stream.
+template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4,
+          typename A5, typename A6, typename A7, typename A8>
+void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6,
+               A7&& a7, A8&& a8,
+               smartarray::source_location where = smartarray::source_location::current()) {
+  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
+                       std::forward<A3>(a3), std::forward<A4>(a4), std::forward<A5>(a5),
+                       std::forward<A6>(a6), std::forward<A7>(a7), std::forward<A8>(a8));
+}
+/// @brief More arguments than the overloads take: a compile error that says so.
+template <typename Output, typename F, typename... Args>
+  requires(sizeof...(Args) > detail::max_elementwise_arguments)
+void transform(Output&&, F, Args&&...) {
+  static_assert(detail::always_false_v<Output>,
+                "transform takes at most 8 arguments after the functor (operands and a stream)");
+}
+
+/**
+ * @brief A new array with `f(ins[i]...)` for every element, computed on the device (our
+ *        `@vectorize` call). The result is valid on the device only and takes no host memory:
+ *        reading it on the host allocates the host copy and copies it back once.
+ *
+ * One overload per number of arguments after `f`, from 1 to 8, each ending with the caller's
+ * source location (for the migration trace), which callers never pass.
+ *
+ * @param f a `__host__ __device__` callable returning a trivially copyable value.
+ * @param a1 the first operand (at least one operand is an array or a view; scalars broadcast).
+ * @param where the caller's source location.
+ * @return the results, sized as the array operands.
+ * @throws logic_error when the array operands' sizes differ (nothing is acquired), or on the cuda
+ *         backend when the caller was not compiled by nvcc.
+ * @throws out_of_memory or cuda_error when an allocation, an acquire or the launch fails.
+ */
+template <typename F, typename A1>
+[[nodiscard]] auto map(F f, A1&& a1,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1));
+}
+/// @brief map with 2 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2));
+}
+/// @brief map with 3 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2, typename A3>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2, A3&& a3,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2), std::forward<A3>(a3));
+}
+/// @brief map with 4 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2, typename A3, typename A4>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2), std::forward<A3>(a3),
+                        std::forward<A4>(a4));
+}
+/// @brief map with 5 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2, typename A3, typename A4, typename A5>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2), std::forward<A3>(a3),
+                        std::forward<A4>(a4), std::forward<A5>(a5));
+}
+/// @brief map with 6 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2, typename A3, typename A4, typename A5, typename A6>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2), std::forward<A3>(a3),
+                        std::forward<A4>(a4), std::forward<A5>(a5), std::forward<A6>(a6));
+}
+/// @brief map with 7 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2, typename A3, typename A4, typename A5, typename A6,
+          typename A7>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6, A7&& a7,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2), std::forward<A3>(a3),
+                        std::forward<A4>(a4), std::forward<A5>(a5), std::forward<A6>(a6),
+                        std::forward<A7>(a7));
+}
+/// @brief map with 8 arguments after `f`: operands, the last one possibly the stream.
+template <typename F, typename A1, typename A2, typename A3, typename A4, typename A5, typename A6,
+          typename A7, typename A8>
+[[nodiscard]] auto map(F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6, A7&& a7, A8&& a8,
+                       smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::map_at(where, f, std::forward<A1>(a1), std::forward<A2>(a2), std::forward<A3>(a3),
+                        std::forward<A4>(a4), std::forward<A5>(a5), std::forward<A6>(a6),
+                        std::forward<A7>(a7), std::forward<A8>(a8));
+}
+/// @brief More arguments than the overloads take: a compile error that says so.
+template <typename F, typename... Args>
+  requires(sizeof...(Args) > detail::max_elementwise_arguments)
+void map(F, Args&&...) {
+  static_assert(detail::always_false_v<F>,
+                "map takes at most 8 arguments after the functor (operands and a stream)");
+}
+
+}  // namespace SMARTARRAY_KERNEL_ABI
+}  // namespace smartarray

@@ -1,0 +1,160 @@
+/**
+ * @file diagnostics/observability.hpp
+ * @brief Transfer and allocation counters (global and per array), the `ExpectTransfers` guard and
+ *        the migration trace.
+ *
+ * Global counters are kept at the backend seam, so they are exact on both backends. Each SmartArray
+ * also keeps its own counters. `SMARTARRAY_TRACE=1` prints one line per migration on stderr;
+ * `SMARTARRAY_TRACE=/path` appends them to a file. Each line names the array by its number
+ * (`SmartArray::id()`) and label (`set_label`), and the line of the user's call that caused it:
+ *
+ *     smartarray: H2D 4000 B array #3 "weights" (device access of a stale copy) at train.cu:42
+ */
+#pragma once
+
+#include <smartarray/config.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace smartarray {
+
+/// @brief A snapshot of transfer and allocation counts.
+struct TransferStats {
+  std::uint64_t h2d_count = 0;         ///< host-to-device copies
+  std::uint64_t h2d_bytes = 0;         ///< bytes copied host to device
+  std::uint64_t d2h_count = 0;         ///< device-to-host copies
+  std::uint64_t d2h_bytes = 0;         ///< bytes copied device to host
+  std::uint64_t d2d_count = 0;         ///< device-to-device copies
+  std::uint64_t d2d_bytes = 0;         ///< bytes copied device to device
+  std::uint64_t prefetch_count = 0;    ///< managed-memory prefetches
+  std::uint64_t prefetch_bytes = 0;    ///< bytes prefetched
+  std::uint64_t allocation_count = 0;  ///< raw (upstream) allocations, or buffers for an array
+  std::uint64_t allocation_bytes = 0;  ///< bytes of those allocations
+  std::uint64_t wait_count = 0;        ///< host waits on events or streams
+
+  /// @brief Field-wise difference (this minus `base`).
+  [[nodiscard]] TransferStats operator-(const TransferStats& base) const noexcept;
+  friend bool operator==(const TransferStats&, const TransferStats&) = default;
+  /// @brief "h2d 1 (400 B), d2h 0 (0 B), ..." for messages.
+  [[nodiscard]] std::string to_string() const;
+};
+
+/// @brief Thread-safe counters that produce `TransferStats` snapshots.
+class TransferCounters {
+ public:
+  TransferCounters() = default;
+  TransferCounters(const TransferCounters&) = delete;
+  TransferCounters& operator=(const TransferCounters&) = delete;
+
+  /// @brief The counts so far.
+  [[nodiscard]] TransferStats snapshot() const noexcept;
+  /// @brief Sets every count to zero.
+  void reset() noexcept;
+
+  void add_h2d(std::uint64_t bytes) noexcept { add(h2d_count_, h2d_bytes_, bytes); }
+  void add_d2h(std::uint64_t bytes) noexcept { add(d2h_count_, d2h_bytes_, bytes); }
+  void add_d2d(std::uint64_t bytes) noexcept { add(d2d_count_, d2d_bytes_, bytes); }
+  void add_prefetch(std::uint64_t bytes) noexcept { add(prefetch_count_, prefetch_bytes_, bytes); }
+  void add_allocation(std::uint64_t bytes) noexcept {
+    add(allocation_count_, allocation_bytes_, bytes);
+  }
+  void add_wait() noexcept { wait_count_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  static void add(std::atomic<std::uint64_t>& count, std::atomic<std::uint64_t>& total,
+                  std::uint64_t bytes) noexcept {
+    count.fetch_add(1, std::memory_order_relaxed);
+    total.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  std::atomic<std::uint64_t> h2d_count_{0}, h2d_bytes_{0}, d2h_count_{0}, d2h_bytes_{0};
+  std::atomic<std::uint64_t> d2d_count_{0}, d2d_bytes_{0}, prefetch_count_{0}, prefetch_bytes_{0};
+  std::atomic<std::uint64_t> allocation_count_{0}, allocation_bytes_{0}, wait_count_{0};
+};
+
+/// @brief The process-wide counters, kept at the backend seam.
+[[nodiscard]] TransferCounters& global_counters() noexcept;
+/// @brief A snapshot of the process-wide counters.
+[[nodiscard]] TransferStats global_transfer_stats() noexcept;
+
+/// @brief The transfers a scope is expected to make. Counts default to zero and are always checked;
+///        byte totals are checked only when given.
+struct Transfers {
+  std::uint64_t h2d = 0;                       ///< host-to-device copies
+  std::uint64_t d2h = 0;                       ///< device-to-host copies
+  std::uint64_t d2d = 0;                       ///< device-to-device copies
+  std::optional<std::uint64_t> h2d_bytes{};    ///< bytes host to device, if checked
+  std::optional<std::uint64_t> d2h_bytes{};    ///< bytes device to host, if checked
+  std::optional<std::uint64_t> d2d_bytes{};    ///< bytes device to device, if checked
+};
+
+/**
+ * @brief A scoped guard that fails when the transfers made in its scope differ from the declared ones.
+ *
+ * On a mismatch the destructor calls the failure handler (by default: print to stderr and abort;
+ * tests install one that records a test failure). It never throws.
+ *
+ * @code
+ * {
+ *   smartarray::ExpectTransfers expect({.h2d = 1, .d2h = 0});
+ *   kernel<<<g, b>>>(a.device_view(smartarray::Access::read));
+ * }
+ * @endcode
+ */
+class ExpectTransfers {
+ public:
+  /// @brief Watches the global counters.
+  explicit ExpectTransfers(Transfers expected,
+                           smartarray::source_location where = smartarray::source_location::current());
+  /// @brief Watches `counters` (for example an array's own, `a.counters()`).
+  ExpectTransfers(const TransferCounters& counters, Transfers expected,
+                  smartarray::source_location where = smartarray::source_location::current());
+  ~ExpectTransfers();
+  ExpectTransfers(const ExpectTransfers&) = delete;
+  ExpectTransfers& operator=(const ExpectTransfers&) = delete;
+
+  /// @brief An empty string when the scope so far matches, else what differs.
+  [[nodiscard]] std::string mismatch() const;
+  /// @brief The transfers made since construction.
+  [[nodiscard]] TransferStats observed() const noexcept;
+
+ private:
+  const TransferCounters* counters_;
+  TransferStats start_;
+  Transfers expected_;
+  smartarray::source_location where_;
+};
+
+/// @brief Replaces the handler that `ExpectTransfers` calls on a mismatch. Returns the old one.
+std::function<void(const std::string&)> set_expect_transfers_handler(
+    std::function<void(const std::string&)> handler);
+
+/// @brief True when `SMARTARRAY_TRACE` is set (read once).
+[[nodiscard]] bool trace_enabled() noexcept;
+
+namespace detail {
+/// The kinds of logical transfer.
+enum class TransferKind : std::uint8_t { h2d, d2h, d2d, prefetch_to_host, prefetch_to_device };
+
+/// One logical transfer of an array's data (a staged copy is one transfer, however many chunks it
+/// takes): its kind and bytes, why it was made, the array (number and label, nullptr for none) and
+/// the user's call it serves.
+struct TransferEvent {
+  TransferKind kind;
+  std::uint64_t bytes;
+  const char* reason;
+  std::uint64_t array_id;
+  const char* label;
+  const smartarray::source_location& where;
+};
+
+/// The one place where transfers are recorded. Each sink learns of `event` from here: the global
+/// counters (which `ExpectTransfers` and `global_transfer_stats` read), the array's own counters
+/// (`array`, or nullptr), and the trace (one line, when tracing).
+void emit_transfer(const TransferEvent& event, TransferCounters* array) noexcept;
+}  // namespace detail
+
+}  // namespace smartarray
