@@ -2,6 +2,7 @@
 // the residency state machine (detail/residency_state.hpp) through the storage strategy of its
 // memory mode (storage.hpp). See detail/array_core.hpp for the parts.
 #include <smartarray/core/detail/array_core.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include "../parallel_copy.hpp"

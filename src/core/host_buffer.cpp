@@ -1,6 +1,7 @@
 // ArrayCore's host buffer and the vector operations that change the size: appends, truncations,
 // inserts, erases, assignments and capacity changes.
 #include <smartarray/core/detail/array_core.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 #include "storage.hpp"
 #include "transaction.hpp"

@@ -2,6 +2,7 @@
 #include "storage.hpp"
 
 #include <smartarray/error.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 #include "../host_memory.hpp"
 #include "../parallel_copy.hpp"
 
@@ -190,12 +191,11 @@ class ExplicitStorage final : public TwoBufferStorage {
  private:
   void upload(const StorageContext& context, ByteRange range, StreamRef stream) const override {
     const ArrayCore::Buffers& buffers = context.buffers();
-    PooledEvent copied;
     runtime().copy_async(buffers.device + range.begin, buffers.host + range.begin, range.size(),
                          CopyKind::host_to_device, stream);
-    // Recorded eagerly: host writers must wait for exactly this copy, not for later kernels.
-    runtime().record(copied.get(), stream);
-    context.order().add_host_reader(stream, std::move(copied), range.end);
+    // Its event is recorded eagerly: host writers must wait for exactly this copy, not for later
+    // kernels.
+    context.order().add_host_reader(stream, range.end);
   }
 
   void download(const StorageContext& context, std::byte* dst, ByteRange range,

@@ -1,9 +1,26 @@
 // The pending work of one array. See detail/stream_order.hpp.
 #include <smartarray/core/detail/stream_order.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 
 #include <algorithm>
 
 namespace smartarray::detail {
+
+StreamOrder::~StreamOrder() { drop_host_readers(); }
+
+StreamOrder& StreamOrder::operator=(StreamOrder&& other) noexcept {
+  if (this != &other) {
+    drop_host_readers();
+    writer_ = other.writer_;
+    users_ = std::move(other.users_);
+    retired_seen_ = other.retired_seen_;
+    host_readers_ = std::move(other.host_readers_);
+    host_read_end_ = other.host_read_end_;
+    other.host_readers_.clear();
+    other.host_read_end_ = 0;
+  }
+  return *this;
+}
 
 void StreamOrder::forget_retired() {
   const std::uint64_t generation = retired_stream_generation();
@@ -60,15 +77,25 @@ StreamRef StreamOrder::release_stream() const noexcept {
   return writer_.value_or(users_.empty() ? StreamRef{} : users_.front());
 }
 
-void StreamOrder::add_host_reader(StreamRef stream, PooledEvent event, std::size_t end) {
-  host_readers_.push_back(PendingCopy{stream, std::move(event)});
+void StreamOrder::add_host_reader(StreamRef stream, std::size_t end) {
+  PooledEvent event;
+  runtime().record(event.get(), stream);
+  host_readers_.reserve(host_readers_.size() + 1);  // so that the push below cannot throw
+  host_readers_.push_back(PendingCopy{stream, event.release()});
   host_read_end_ = std::max(host_read_end_, end);
+}
+
+void StreamOrder::drop_host_readers() noexcept {
+  for (const PendingCopy& copy : host_readers_) PooledEvent::adopt(copy.event);
+  host_readers_.clear();
+  host_read_end_ = 0;
 }
 
 void StreamOrder::wait_host_readers() {
   while (!host_readers_.empty()) {
-    PendingCopy& copy = host_readers_.back();
-    if (!runtime().query(copy.event.get())) runtime().synchronize(copy.event.get());
+    const PendingCopy& copy = host_readers_.back();
+    if (!runtime().query(copy.event)) runtime().synchronize(copy.event);
+    PooledEvent::adopt(copy.event);
     host_readers_.pop_back();
   }
   host_read_end_ = 0;
@@ -87,7 +114,7 @@ void StreamOrder::wait_every_device_use() {
 
 bool StreamOrder::sole_host_reader_done() const noexcept {
   try {
-    return runtime().query(host_readers_.front().event.get());
+    return runtime().query(host_readers_.front().event);
   } catch (const std::exception&) {
     return false;
   }

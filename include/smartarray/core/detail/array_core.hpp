@@ -40,9 +40,9 @@
 #include <smartarray/diagnostics/observability.hpp>
 #include <smartarray/core/residency.hpp>
 #include <smartarray/runtime/stream.hpp>
+#include <smartarray/runtime/detail/pinned_flags.hpp>
 #include <smartarray/diagnostics/detail/host_guard.hpp>
 #include <smartarray/core/detail/residency_state.hpp>
-#include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/core/detail/stream_order.hpp>
 #include <smartarray/diagnostics/detail/view_registry.hpp>
 

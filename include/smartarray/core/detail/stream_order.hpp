@@ -9,6 +9,10 @@
  *
  * Streams destroyed through `Stream` (or forgotten with `forget_stream`) retire: their work is
  * complete, and forget_retired() drops them, so that no wait is ever made on a dead handle.
+ *
+ * The events are the backend's handles, held here as opaque pointers and given back to the event
+ * pool in stream_order.cpp: this header, which every SmartArray user includes, does not include
+ * the backend interface.
  */
 #pragma once
 
@@ -16,7 +20,6 @@
 #include <smartarray/core/residency.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/core/detail/residency_state.hpp>
-#include <smartarray/runtime/detail/runtime.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -29,6 +32,13 @@ namespace smartarray::detail {
 class StreamOrder {
  public:
   SMARTARRAY_CONSTEXPR_EMPTY StreamOrder() noexcept = default;
+  /// Gives the pending copies' events back (the copies themselves need no wait: an array frees or
+  /// hands back the buffer they read only after them).
+  ~StreamOrder();
+  StreamOrder(const StreamOrder&) = delete;
+  StreamOrder& operator=(const StreamOrder&) = delete;
+  StreamOrder(StreamOrder&& other) noexcept = default;
+  StreamOrder& operator=(StreamOrder&& other) noexcept;
 
   /// Drops the streams that retired since the last call (cheap when none did).
   void forget_retired();
@@ -68,8 +78,9 @@ class StreamOrder {
     users_.clear();
   }
 
-  /// A copy queued on `stream` reads the host buffer up to byte `end`, until `event` completes.
-  void add_host_reader(StreamRef stream, PooledEvent event, std::size_t end);
+  /// A copy just queued on `stream` reads the host buffer up to byte `end`: records an event after
+  /// it, which host writers wait for.
+  void add_host_reader(StreamRef stream, std::size_t end);
   [[nodiscard]] bool host_readers_pending() const noexcept { return !host_readers_.empty(); }
   /// The end of the host bytes that pending copies read (0 when none is pending).
   [[nodiscard]] std::size_t host_read_end() const noexcept { return host_read_end_; }
@@ -92,15 +103,12 @@ class StreamOrder {
     return host_readers_.front().stream;
   }
   /// Forgets the host readers without waiting (their buffer was handed back ordered after them).
-  void drop_host_readers() noexcept {
-    host_readers_.clear();
-    host_read_end_ = 0;
-  }
+  void drop_host_readers() noexcept;
 
  private:
   struct PendingCopy {
     StreamRef stream;
-    PooledEvent event;
+    void* event;  ///< the backend's event (EventHandle), taken from the event pool
   };
 
   std::optional<StreamRef> writer_;

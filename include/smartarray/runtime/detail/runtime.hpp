@@ -10,6 +10,7 @@
 
 #include <smartarray/runtime/runtime.hpp>
 #include <smartarray/runtime/stream.hpp>
+#include <smartarray/runtime/detail/pinned_flags.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -22,14 +23,6 @@ enum class CopyKind { host_to_device, device_to_host, device_to_device, host_to_
 
 /// Where a managed range should live (prefetch target).
 enum class Location { host, device };
-
-/// Flags of pinned host allocations.
-enum PinnedFlags : unsigned {
-  pinned_default = 0,
-  pinned_mapped = 1U << 0,          ///< device-accessible (cudaHostAllocMapped)
-  pinned_portable = 1U << 1,        ///< pinned for every context (cudaHostAllocPortable)
-  pinned_write_combined = 1U << 2,  ///< write-combined (cudaHostAllocWriteCombined)
-};
 
 /// An opaque event handle of the active backend.
 using EventHandle = void*;
@@ -137,8 +130,18 @@ class PooledEvent {
   PooledEvent(PooledEvent&& other) noexcept : event_(other.event_) { other.event_ = nullptr; }
   PooledEvent& operator=(PooledEvent&& other) noexcept;
   [[nodiscard]] EventHandle get() const noexcept { return event_; }
+  /// Hands the event over to the caller, who gives it back with adopt().
+  [[nodiscard]] EventHandle release() noexcept {
+    const EventHandle event = event_;
+    event_ = nullptr;
+    return event;
+  }
+  /// Gives back an event taken with release().
+  static void adopt(EventHandle event) noexcept { PooledEvent owner(event); }
 
  private:
+  explicit PooledEvent(EventHandle event) noexcept : event_(event) {}
+
   EventHandle event_ = nullptr;
 };
 
