@@ -122,7 +122,7 @@ void ArrayCore::swap_locked(ArrayCore& other) noexcept {
   std::swap(placement_, other.placement_);
   std::swap(buffers_, other.buffers_);
   std::swap(state_, other.state_);
-  std::swap(order_, other.order_);
+  order_.swap(other.order_);
   std::swap(observers_, other.observers_);
   register_for_eviction();
   other.register_for_eviction();
@@ -216,11 +216,24 @@ void ArrayCore::carry_out(const CopyPlan& plan, std::byte* dst, StreamRef stream
 std::byte* ArrayCore::acquire(Side side, Access access, std::optional<StreamRef> stream,
                               const smartarray::source_location& where, bool require_written) {
   Transaction transaction(*this, Transaction::Kind::use, &where);
-  if (state_.size() == 0) return side == Side::host ? buffers_.host : buffers_.device;
+  if (state_.size() == 0) {
+    transaction.changed_nothing();
+    return side == Side::host ? buffers_.host : buffers_.device;
+  }
   if (access == Access::read) {
     check_written(require_written, side == Side::host ? "host read" : "device read", where);
   }
   if (side == Side::host) return acquire_host_locked(access, stream, where);
+  if (observers_.view_slot == 0) observers_.view_slot = acquire_view_slot(id());
+  if (access != Access::read) {
+    observers_.device_write_file = where.file_name();
+    observers_.device_write_line = where.line();
+  }
+  // The steady state of a kernel loop: no copy, no event and no state to recompute.
+  if (device_current_for(access, *stream)) {
+    transaction.changed_nothing();
+    return buffers_.device;
+  }
   std::byte* const address = acquire_device_locked(access, *stream, where);
   transaction.start_views();
   return address;
@@ -251,13 +264,6 @@ std::byte* ArrayCore::acquire_host_locked(Access access, std::optional<StreamRef
 
 std::byte* ArrayCore::acquire_device_locked(Access access, StreamRef stream,
                                             const smartarray::source_location& where) {
-  if (observers_.view_slot == 0) observers_.view_slot = acquire_view_slot(id());
-  if (access != Access::read) {
-    observers_.device_write_file = where.file_name();
-    observers_.device_write_line = where.line();
-  }
-  // The steady state of a kernel loop: no copy, no event and no state to recompute.
-  if (device_current_for(access, stream)) return buffers_.device;
   const Transition transition = state_.acquire(Side::device, access, one_buffer());
   // One buffer: a writer's prefetch follows every other use of it.
   const bool joined_first =

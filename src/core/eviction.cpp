@@ -13,21 +13,6 @@
 #include <vector>
 
 namespace smartarray::detail {
-namespace {
-
-/// A process-wide tick for least-recently-used ordering. Each thread takes its ticks in blocks, so
-/// that a use costs no atomic operation: uses are ordered exactly within a thread, and to within
-/// a block across threads.
-std::atomic<std::uint64_t> use_clock{0};
-constexpr std::uint64_t use_clock_block = 64;
-thread_local std::uint64_t next_tick = 0;
-thread_local std::uint64_t end_tick = 0;
-
-thread_local const ArrayCore* acquiring_on_this_thread = nullptr;
-thread_local const smartarray::source_location* call_site_on_this_thread = nullptr;
-
-}  // namespace
-
 /// The arrays whose device buffers one pool holds, in an intrusive list (no allocation per array).
 /// The pool's eviction hook drops their copies: clean ones first, then dirty ones (written back),
 /// least recently used first.
@@ -59,7 +44,7 @@ class EvictionRegistry {
     for (const bool allow_dirty : {false, true}) {
       for (ArrayCore* core : order) {
         if (released >= bytes_needed) return released;
-        if (core == acquiring_on_this_thread || core->eviction_link().registry != this) continue;
+        if (core == eviction_state::acquiring || core->eviction_link().registry != this) continue;
         std::unique_lock array_lock(core->mutex(), std::try_to_lock);
         if (!array_lock.owns_lock()) continue;
         const std::size_t freed = core->evict_device_locked(allow_dirty);
@@ -129,32 +114,8 @@ void register_for_eviction(EvictionRegistry& registry, ArrayCore& core) noexcept
   registry.add(&core);
 }
 
-void unregister_for_eviction(ArrayCore& core) noexcept {
-  if (EvictionRegistry* const registry = core.eviction_link().registry) registry->remove(&core);
-}
-
-std::uint64_t next_use_tick() noexcept {
-  if (next_tick == end_tick) {
-    next_tick = use_clock.fetch_add(use_clock_block, std::memory_order_relaxed) + 1;
-    end_tick = next_tick + use_clock_block;
-  }
-  return next_tick++;
-}
-
-AcquireScope::AcquireScope(const ArrayCore* core, const smartarray::source_location* where) noexcept
-    : previous_(acquiring_on_this_thread), previous_where_(call_site_on_this_thread) {
-  acquiring_on_this_thread = core;
-  call_site_on_this_thread = where;
-}
-
-AcquireScope::~AcquireScope() {
-  acquiring_on_this_thread = previous_;
-  call_site_on_this_thread = previous_where_;
-}
-
-smartarray::source_location AcquireScope::current_call_site() noexcept {
-  return call_site_on_this_thread != nullptr ? *call_site_on_this_thread
-                                             : smartarray::source_location::current();
+void unlink_from_eviction(EvictionRegistry& registry, ArrayCore& core) noexcept {
+  registry.remove(&core);
 }
 
 }  // namespace smartarray::detail

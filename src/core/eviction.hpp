@@ -4,6 +4,7 @@
 
 #include <smartarray/core/detail/array_core.hpp>
 
+#include <atomic>
 #include <cstdint>
 
 namespace smartarray::detail {
@@ -13,22 +14,59 @@ namespace smartarray::detail {
 /// evicted). May throw (the registry is made on first use).
 [[nodiscard]] EvictionRegistry* eviction_registry_for(MemoryResource& resource);
 void register_for_eviction(EvictionRegistry& registry, ArrayCore& core) noexcept;
-void unregister_for_eviction(ArrayCore& core) noexcept;
+/// Unlinks `core` from the registry it is linked into (nothing when it is in none).
+void unlink_from_eviction(EvictionRegistry& registry, ArrayCore& core) noexcept;
+inline void unregister_for_eviction(ArrayCore& core) noexcept {
+  if (EvictionRegistry* const registry = core.eviction_link().registry) {
+    unlink_from_eviction(*registry, core);
+  }
+}
 
-/// The next tick of the least-recently-used clock (no atomic operation in the common case).
-[[nodiscard]] std::uint64_t next_use_tick() noexcept;
-
+namespace eviction_state {
+/// A process-wide tick for least-recently-used ordering. Each thread takes its ticks in blocks, so
+/// that a use costs no atomic operation: uses are ordered exactly within a thread, and to within
+/// a block across threads.
+inline std::atomic<std::uint64_t> use_clock{0};
+inline constexpr std::uint64_t use_clock_block = 64;
+inline thread_local std::uint64_t next_tick = 0;
+inline thread_local std::uint64_t end_tick = 0;
 /// The array this thread is acquiring, which eviction must skip (its lock is held by this thread),
 /// and the user's call that the acquire serves, which the trace of an eviction it causes names.
+/// Inline, with constant initializers, so that every entry point reaches them without a call.
+inline thread_local const ArrayCore* acquiring = nullptr;
+inline thread_local const smartarray::source_location* call_site = nullptr;
+}  // namespace eviction_state
+
+/// The next tick of the least-recently-used clock (no atomic operation in the common case).
+[[nodiscard]] inline std::uint64_t next_use_tick() noexcept {
+  using namespace eviction_state;
+  if (next_tick == end_tick) {
+    next_tick = use_clock.fetch_add(use_clock_block, std::memory_order_relaxed) + 1;
+    end_tick = next_tick + use_clock_block;
+  }
+  return next_tick++;
+}
+
+/// Marks `core` as the array this thread is acquiring, for the user's call `where` (or none).
 class AcquireScope {
  public:
-  AcquireScope(const ArrayCore* core, const smartarray::source_location* where) noexcept;
-  ~AcquireScope();
+  AcquireScope(const ArrayCore* core, const smartarray::source_location* where) noexcept
+      : previous_(eviction_state::acquiring), previous_where_(eviction_state::call_site) {
+    eviction_state::acquiring = core;
+    eviction_state::call_site = where;
+  }
+  ~AcquireScope() {
+    eviction_state::acquiring = previous_;
+    eviction_state::call_site = previous_where_;
+  }
   AcquireScope(const AcquireScope&) = delete;
   AcquireScope& operator=(const AcquireScope&) = delete;
 
   /// The call site of the acquire running on this thread, or here when none is.
-  [[nodiscard]] static smartarray::source_location current_call_site() noexcept;
+  [[nodiscard]] static smartarray::source_location current_call_site() noexcept {
+    return eviction_state::call_site != nullptr ? *eviction_state::call_site
+                                                : smartarray::source_location::current();
+  }
 
  private:
   const ArrayCore* previous_;

@@ -6,22 +6,6 @@
 
 namespace smartarray::detail {
 
-StreamOrder::~StreamOrder() { drop_host_readers(); }
-
-StreamOrder& StreamOrder::operator=(StreamOrder&& other) noexcept {
-  if (this != &other) {
-    drop_host_readers();
-    writer_ = other.writer_;
-    users_ = std::move(other.users_);
-    retired_seen_ = other.retired_seen_;
-    host_readers_ = std::move(other.host_readers_);
-    host_read_end_ = other.host_read_end_;
-    other.host_readers_.clear();
-    other.host_read_end_ = 0;
-  }
-  return *this;
-}
-
 void StreamOrder::forget_retired() {
   const std::uint64_t generation = retired_stream_generation();
   if (generation == retired_seen_) return;

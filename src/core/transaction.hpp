@@ -38,6 +38,8 @@ class ArrayCore::Transaction {
 
   /// The device views handed out from now on see the state this transaction leaves.
   void start_views() noexcept { start_views_ = true; }
+  /// The entry point changed nothing (a fast path): the observers need no refresh.
+  void changed_nothing() noexcept { refresh_ = false; }
 
  private:
   ArrayCore& core_;

@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace smartarray::detail {
@@ -34,11 +35,21 @@ class StreamOrder {
   SMARTARRAY_CONSTEXPR_EMPTY StreamOrder() noexcept = default;
   /// Gives the pending copies' events back (the copies themselves need no wait: an array frees or
   /// hands back the buffer they read only after them).
-  ~StreamOrder();
+  ~StreamOrder() {
+    if (!host_readers_.empty()) drop_host_readers();
+  }
   StreamOrder(const StreamOrder&) = delete;
   StreamOrder& operator=(const StreamOrder&) = delete;
-  StreamOrder(StreamOrder&& other) noexcept = default;
-  StreamOrder& operator=(StreamOrder&& other) noexcept;
+  StreamOrder(StreamOrder&& other) = delete;
+  StreamOrder& operator=(StreamOrder&& other) = delete;
+  /// Exchanges the whole pending work of two trackers.
+  void swap(StreamOrder& other) noexcept {
+    std::swap(writer_, other.writer_);
+    users_.swap(other.users_);
+    std::swap(retired_seen_, other.retired_seen_);
+    host_readers_.swap(other.host_readers_);
+    std::swap(host_read_end_, other.host_read_end_);
+  }
 
   /// Drops the streams that retired since the last call (cheap when none did).
   void forget_retired();
