@@ -138,7 +138,8 @@ bool apply(Op op, ResidencyState& state, Model& model, TransferStats& planned) {
       return true;
     case Op::insert_one:
       if (n == 0) return false;
-      take(state.host_made_whole());
+      planned = transfers_of(state.host_whole_plan());
+      state.mark_host_whole();
       state = state.resized(n + 1).host_written();
       read_separate_host<std::byte>(model);
       model.device_end = 0;
@@ -146,8 +147,9 @@ bool apply(Op op, ResidencyState& state, Model& model, TransferStats& planned) {
       return true;
     case Op::evict_dirty:
       if (state.device_valid_end() == 0) return false;
-      take(state.host_made_whole());
-      state = state.device_dropped();
+      planned = transfers_of(state.host_whole_plan());
+      state.mark_host_whole();
+      state.mark_device_dropped();
       read_separate_host<std::byte>(model);
       model.device_end = 0;
       return true;
@@ -245,7 +247,7 @@ TEST(ResidencyState, AnUnwrittenArrayCopiesNothingAndSettlesOnItsFirstAccess) {
   EXPECT_FALSE(fresh.valid(Side::host));
   EXPECT_FALSE(fresh.valid(Side::device));
   EXPECT_TRUE(fresh.read_out(40).copies_nothing());
-  EXPECT_TRUE(fresh.host_made_whole().plan.copies_nothing());
+  EXPECT_TRUE(fresh.host_whole_plan().copies_nothing());
   for (const Side side : {Side::host, Side::device}) {
     for (const Access access : {Access::read, Access::read_write, Access::discard}) {
       // Two buffers: the side that was not accessed has no buffer and holds nothing.

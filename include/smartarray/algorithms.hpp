@@ -1,4 +1,5 @@
-// Kept so that existing includes keep working: the header is <smartarray/adapters/algorithms.hpp>.
+// Kept so that existing includes keep working: the header is now
+// <smartarray/adapters/algorithms.hpp>.
 #pragma once
 
 #include <smartarray/adapters/algorithms.hpp>

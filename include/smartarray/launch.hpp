@@ -1,4 +1,5 @@
-// Kept so that existing includes keep working: the header is <smartarray/adapters/launch.hpp>.
+// Kept so that existing includes keep working: the header is now
+// <smartarray/adapters/launch.hpp>.
 #pragma once
 
 #include <smartarray/adapters/launch.hpp>

@@ -1,4 +1,5 @@
-// Kept so that existing includes keep working: the header is <smartarray/adapters/numba.hpp>.
+// Kept so that existing includes keep working: the header is now
+// <smartarray/adapters/numba.hpp>.
 #pragma once
 
 #include <smartarray/adapters/numba.hpp>

@@ -1,4 +1,5 @@
-// Kept so that existing includes keep working: the header is <smartarray/diagnostics/observability.hpp>.
+// Kept so that existing includes keep working: the header is now
+// <smartarray/diagnostics/observability.hpp>.
 #pragma once
 
 #include <smartarray/diagnostics/observability.hpp>

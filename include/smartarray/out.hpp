@@ -1,4 +1,5 @@
-// Kept so that existing includes keep working: the header is <smartarray/adapters/out.hpp>.
+// Kept so that existing includes keep working: the header is now
+// <smartarray/adapters/out.hpp>.
 #pragma once
 
 #include <smartarray/adapters/out.hpp>

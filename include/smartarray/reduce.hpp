@@ -1,4 +1,5 @@
-// Kept so that existing includes keep working: the header is <smartarray/adapters/reduce.hpp>.
+// Kept so that existing includes keep working: the header is now
+// <smartarray/adapters/reduce.hpp>.
 #pragma once
 
 #include <smartarray/adapters/reduce.hpp>

@@ -1,4 +1,5 @@
-// Kept so that existing includes keep working: the header is <smartarray/core/smart_array.hpp>.
+// Kept so that existing includes keep working: the header is now
+// <smartarray/core/smart_array.hpp>.
 #pragma once
 
 #include <smartarray/core/smart_array.hpp>

@@ -1,4 +1,5 @@
-// Kept so that existing includes keep working: the header is <smartarray/runtime/stream.hpp>.
+// Kept so that existing includes keep working: the header is now
+// <smartarray/runtime/stream.hpp>.
 #pragma once
 
 #include <smartarray/runtime/stream.hpp>

@@ -1,4 +1,5 @@
-// Kept so that existing includes keep working: the header is <smartarray/adapters/thrust_interop.hpp>.
+// Kept so that existing includes keep working: the header is now
+// <smartarray/adapters/thrust_interop.hpp>.
 #pragma once
 
 #include <smartarray/adapters/thrust_interop.hpp>

@@ -1,8 +1,8 @@
 // The array behind SmartArray<T>: the acquires, copies out, the Numba-style change marks, the
 // device buffer and eviction. It carries out the residency state machine
-// (core/detail/residency_state.hpp) through the storage strategy of its memory mode (storage.hpp). See
-// core/detail/array_core.hpp for the parts; construction and moves are in array_lifetime.cpp, the host
-// buffer and the vector operations in host_buffer.cpp.
+// (core/detail/residency_state.hpp) through the storage strategy of its memory mode
+// (storage.hpp). See core/detail/array_core.hpp for the parts; construction and moves are in
+// array_lifetime.cpp, the host buffer and the vector operations in host_buffer.cpp.
 #include <smartarray/core/detail/array_core.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
@@ -88,7 +88,7 @@ std::byte* ArrayCore::acquire_host_locked(Access access, std::optional<StreamRef
                                                 : "host read_write of a stale copy";
   carry_out(transition.plan, buffers_.host, stream.value_or(order_.writer_or_default()), reason,
             where);
-  state_ = transition.next;
+  state_.commit(transition.next);
   if (access != Access::read) {
     wait_host_readers_locked();
     if (buffers_.host_write_faults_pending) {
@@ -123,7 +123,7 @@ std::byte* ArrayCore::acquire_device_locked(Access access, StreamRef stream,
   } else {
     order_.order_device_access(transition.plan.ordering(), stream);
   }
-  state_ = transition.next;
+  state_.commit(transition.next);
   // One buffer: a host writer must wait for this kernel, and appends must not overwrite what it
   // reads.
   if (one_buffer()) order_.note_host_read(state_.size());
@@ -177,9 +177,8 @@ void ArrayCore::ensure_device_capacity(StreamRef stream, std::size_t keep) {
 }
 
 void ArrayCore::make_host_whole(const char* reason, const smartarray::source_location& where) {
-  const Transition transition = state_.host_made_whole();
-  carry_out(transition.plan, buffers_.host, order_.writer_or_default(), reason, where);
-  state_ = transition.next;
+  carry_out(state_.host_whole_plan(), buffers_.host, order_.writer_or_default(), reason, where);
+  state_.mark_host_whole();
 }
 
 void ArrayCore::make_device_only(std::size_t bytes, StreamRef stream) {
@@ -328,7 +327,7 @@ std::size_t ArrayCore::evict_device_locked(bool allow_dirty) {
   }
   const std::size_t released = buffers_.device_capacity;
   release_device_buffer();
-  state_ = state_.device_dropped();
+  state_.mark_device_dropped();
   refresh_readable();
   // Eviction runs on another thread: it moves the views' generation on but leaves the owner's
   // view state to the owner's next operation.

@@ -24,7 +24,7 @@ inline constexpr std::size_t host_alignment = 256;
 struct StorageContext {
   ArrayCore& core;
   const char* reason;
-  const smartarray::source_location& where;
+  smartarray::source_location where;
 
   [[nodiscard]] ArrayCore::Buffers& buffers() const noexcept { return core.buffers_; }
   [[nodiscard]] const ArrayCore::Placement& placement() const noexcept { return core.placement_; }

@@ -6,9 +6,7 @@
 
 namespace smartarray::detail {
 
-void StreamOrder::forget_retired() {
-  const std::uint64_t generation = retired_stream_generation();
-  if (generation == retired_seen_) return;
+void StreamOrder::forget_retired_until(std::uint64_t generation) {
   const std::uint64_t seen = retired_seen_;
   const auto retired = [seen](StreamRef stream) { return stream_retired_since(stream, seen); };
   std::erase_if(users_, retired);
@@ -22,12 +20,6 @@ void StreamOrder::forget_retired() {
 std::optional<StreamRef> StreamOrder::live_writer() const {
   if (writer_ && stream_retired_since(*writer_, retired_seen_)) return std::nullopt;
   return writer_;
-}
-
-bool StreamOrder::already_ordered(Access access, StreamRef stream) const noexcept {
-  const bool user = std::find(users_.begin(), users_.end(), stream) != users_.end();
-  if (access == Access::read) return (!writer_ || *writer_ == stream) && user;
-  return writer_ == stream && users_.size() == 1 && user;
 }
 
 void StreamOrder::order_device_access(Ordering ordering, StreamRef stream) {

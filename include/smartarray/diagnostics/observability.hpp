@@ -148,7 +148,7 @@ struct TransferEvent {
   const char* reason;
   std::uint64_t array_id;
   const char* label;
-  const smartarray::source_location& where;
+  smartarray::source_location where;
 };
 
 /// The one place where transfers are recorded. Each sink learns of `event` from here: the global

@@ -255,10 +255,12 @@ class ArrayCore {
   /// Opens a gap of `bytes` at `pos` (< size) and returns the host buffer; the caller writes the
   /// gap. The host copy is made whole first (one copy of a stale prefix) and the device copy
   /// becomes stale. Reallocates geometrically when needed, moving each element once.
-  std::byte* insert_gap(std::size_t pos, std::size_t bytes, const smartarray::source_location& where);
+  std::byte* insert_gap(std::size_t pos, std::size_t bytes,
+                        const smartarray::source_location& where);
   /// Removes [pos, pos + bytes), which ends before the size, and returns the host buffer. The host
   /// copy is made whole first (one copy of a stale prefix) and the device copy becomes stale.
-  std::byte* erase_range(std::size_t pos, std::size_t bytes, const smartarray::source_location& where);
+  std::byte* erase_range(std::size_t pos, std::size_t bytes,
+                         const smartarray::source_location& where);
   /// Sets the size to `new_size` bytes for a host overwrite of every element and returns the host
   /// buffer: nothing is copied and the device copy becomes stale. Growth allocates exactly
   /// `new_size` bytes and moves nothing.
@@ -340,7 +342,8 @@ class ArrayCore {
     return mode() == MemoryMode::mapped || mode() == MemoryMode::managed;
   }
   /// What the strategy works on.
-  [[nodiscard]] StorageContext context(const char* reason, const smartarray::source_location& where);
+  [[nodiscard]] StorageContext context(const char* reason,
+                                       const smartarray::source_location& where);
   /// Carries out `plan`'s copies to the host buffer `dst` (or its replacement) and to the device.
   void carry_out(const CopyPlan& plan, std::byte* dst, StreamRef stream, const char* reason,
                  const smartarray::source_location& where);
@@ -436,8 +439,8 @@ class ArrayCore {
   TransferCounters counters_;
   /// The debug observers of transitions. Device view tracking: the slot (0 until the first device
   /// view) and the size, device buffer and device-valid end that the current views were made
-  /// with. The stale-host guard (smartarray/diagnostics/debug.hpp): the protected pages, the host range they
-  /// were made for, and the last device write access, which its message names.
+  /// with. The stale-host guard (smartarray/diagnostics/debug.hpp): the protected pages, the host
+  /// range they were made for, and the last device write access, which its message names.
   struct Observers {
     std::uint32_t view_slot = 0;
     std::size_t view_size = 0;

@@ -140,9 +140,13 @@ class ResidencyState {
   /// The first access of an unwritten state settles it first (see settled()).
   [[nodiscard]] constexpr Transition acquire(Side side, Access access,
                                              bool one_buffer) const noexcept;
-  /// The host copy made whole in place (before the host moves bytes inside it, or before the
-  /// device copy is dropped): the stale prefix is copied; the device copy keeps what it held.
-  [[nodiscard]] constexpr Transition host_made_whole() const noexcept;
+  /// The copy that makes the host copy whole in place (before the host moves bytes inside it, or
+  /// before the device copy is dropped): the stale prefix. mark_host_whole() records it done.
+  [[nodiscard]] constexpr CopyPlan host_whole_plan() const noexcept {
+    CopyPlan plan(Ordering::after_writer);
+    if (!unwritten_) plan.add(Side::host, stale(Side::host));
+    return plan;
+  }
   /// The copies that read the first `bytes` bytes out to other memory without changing the state:
   /// the stale host prefix comes from the device.
   [[nodiscard]] constexpr CopyPlan read_out(std::size_t bytes) const noexcept {
@@ -181,10 +185,20 @@ class ResidencyState {
   [[nodiscard]] constexpr ResidencyState host_touched_last() const noexcept {
     return {size_, 0, 0, unwritten_};
   }
-  /// The device copy dropped (eviction): the host must hold everything first.
-  [[nodiscard]] constexpr ResidencyState device_dropped() const noexcept {
-    return {size_, host_begin_, 0, unwritten_};
+  /// Takes the ranges of `next`, a transition of this state: the size is written only when it
+  /// changed, so that an acquire on a const array (which leaves it as it is) never writes what
+  /// other threads' const accesses read without the lock.
+  constexpr void commit(const ResidencyState& next) noexcept {
+    if (size_ != next.size_) size_ = next.size_;
+    host_begin_ = next.host_begin_;
+    device_end_ = next.device_end_;
+    unwritten_ = next.unwritten_;
   }
+  /// Eviction's transitions, which run on another thread than the owner's: they neither read nor
+  /// write the size, which the owner's lock-free appends and truncations change meanwhile. The
+  /// host copy was made whole (host_whole_plan() carried out), and the device copy dropped.
+  constexpr void mark_host_whole() noexcept { host_begin_ = 0; }
+  constexpr void mark_device_dropped() noexcept { device_end_ = 0; }
   /// The first access of an unwritten state, on `side`: with two buffers, the side that was not
   /// accessed has no buffer and holds nothing; with one buffer both sides keep it.
   [[nodiscard]] constexpr ResidencyState settled(Side side, bool one_buffer) const noexcept {
@@ -219,8 +233,9 @@ struct Transition {
 constexpr Transition ResidencyState::acquire(Side side, Access access,
                                              bool one_buffer) const noexcept {
   const ResidencyState from = settled(side, one_buffer);
-  Transition t{CopyPlan(access == Access::read ? Ordering::after_writer : Ordering::after_every_use),
-               from};
+  const Ordering ordering =
+      access == Access::read ? Ordering::after_writer : Ordering::after_every_use;
+  Transition t{CopyPlan(ordering), from};
   if (access != Access::discard) t.plan.add(side, from.stale(side));
   if (side == Side::host) {
     t.next.host_begin_ = 0;
@@ -229,13 +244,6 @@ constexpr Transition ResidencyState::acquire(Side side, Access access,
     t.next.device_end_ = from.size_;
     if (access != Access::read) t.next.host_begin_ = from.size_;
   }
-  return t;
-}
-
-constexpr Transition ResidencyState::host_made_whole() const noexcept {
-  Transition t{CopyPlan(Ordering::after_writer), *this};
-  if (!unwritten_) t.plan.add(Side::host, stale(Side::host));
-  t.next.host_begin_ = 0;
   return t;
 }
 

@@ -20,6 +20,7 @@
 #include <smartarray/core/residency.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/core/detail/residency_state.hpp>
+#include <smartarray/runtime/detail/stream_retirement.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -51,8 +52,11 @@ class StreamOrder {
     std::swap(host_read_end_, other.host_read_end_);
   }
 
-  /// Drops the streams that retired since the last call (cheap when none did).
-  void forget_retired();
+  /// Drops the streams that retired since the last call (one load and compare when none did).
+  void forget_retired() {
+    const std::uint64_t generation = retired_stream_generation();
+    if (generation != retired_seen_) [[unlikely]] forget_retired_until(generation);
+  }
   /// Takes the retirement generation that `other`'s streams were last cleaned to, before this
   /// tracker takes streams from it.
   void adopt_generation(const StreamOrder& other) noexcept {
@@ -67,7 +71,11 @@ class StreamOrder {
   }
   /// True when an access on `stream` is already ordered: a reader when `stream` uses the device
   /// copy after its last writer, a writer when `stream` is the only user and the writer.
-  [[nodiscard]] bool already_ordered(Access access, StreamRef stream) const noexcept;
+  [[nodiscard]] bool already_ordered(Access access, StreamRef stream) const noexcept {
+    const bool user = std::find(users_.begin(), users_.end(), stream) != users_.end();
+    if (access == Access::read) return (!writer_ || *writer_ == stream) && user;
+    return writer_ == stream && users_.size() == 1 && user;
+  }
 
   /// Orders a device access on `stream` after the pending device work: a reader after the last
   /// writer (and it becomes a user), a writer after every use (and it becomes the only one).
@@ -117,6 +125,10 @@ class StreamOrder {
   void drop_host_readers() noexcept;
 
  private:
+  /// Drops the streams retired after retired_seen_, and records `generation` (read before) as
+  /// seen: a stream that retires meanwhile is dropped at the next call.
+  void forget_retired_until(std::uint64_t generation);
+
   struct PendingCopy {
     StreamRef stream;
     void* event;  ///< the backend's event (EventHandle), taken from the event pool

@@ -11,6 +11,7 @@
 #include <smartarray/runtime/runtime.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/runtime/detail/pinned_flags.hpp>
+#include <smartarray/runtime/detail/stream_retirement.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -165,11 +166,6 @@ std::uint64_t subscribe_to_forgotten_streams(std::function<void(StreamRef)> on_f
 void unsubscribe_from_forgotten_streams(std::uint64_t id) noexcept;
 /// Tells every subscriber that `stream` is forgotten, then retires it.
 void forget_drained_stream(StreamRef stream) noexcept;
-/// True when `stream` retired after generation `seen`: a holder that last checked at `seen` names
-/// the destroyed stream, not a later stream that the backend gave the same handle.
-[[nodiscard]] bool stream_retired_since(StreamRef stream, std::uint64_t seen);
-/// Changes whenever a stream is retired, so that holders of stream handles re-check cheaply.
-[[nodiscard]] std::uint64_t retired_stream_generation() noexcept;
 
 /// Counts one allocation for the fault injector (testing.hpp) and throws `out_of_memory` naming
 /// `what` and `bytes` when it is the armed one. Pools call it on every allocation, hit or miss.
