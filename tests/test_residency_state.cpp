@@ -1,7 +1,7 @@
-// The pure residency state machine (detail/residency_state.hpp), checked exhaustively against the
-// model that the vector and property tests share (support/residency_model.hpp): every sequence of
-// up to five operations, from every small starting state, must leave the same valid ranges and plan
-// exactly the copies the model counts. Needs no backend: it runs the same on both.
+// The pure residency state machine (core/detail/residency_state.hpp), checked exhaustively
+// against the model that the vector and property tests share (support/residency_model.hpp): every
+// sequence of up to five operations, from every small starting state, must leave the same valid
+// ranges and plan exactly the copies the model counts. Needs no backend: it runs the same on both.
 #include "support/residency_model.hpp"
 
 #include <smartarray/core/detail/residency_state.hpp>

@@ -1,4 +1,4 @@
-// The pending work of one array. See detail/stream_order.hpp.
+// The pending work of one array. See core/detail/stream_order.hpp.
 #include <smartarray/core/detail/stream_order.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 
