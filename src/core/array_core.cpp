@@ -165,7 +165,9 @@ void ArrayCore::ensure_device_capacity(StreamRef stream, std::size_t keep) {
     context("device buffer growth", AcquireScope::current_call_site())
         .note_transfer(TransferKind::d2d, keep);
   }
-  if (buffers_.device_external) {
+  // A pooled buffer was registered already; an external one never was.
+  const bool was_external = buffers_.device_external;
+  if (was_external) {
     buffers_.device_external = false;
   } else {
     placement_.device_resource->deallocate(stream, buffers_.device, buffers_.device_capacity);
@@ -173,7 +175,7 @@ void ArrayCore::ensure_device_capacity(StreamRef stream, std::size_t keep) {
   order_.set_exclusive(stream);
   buffers_.device = fresh;
   buffers_.device_capacity = new_capacity;
-  register_for_eviction();
+  if (was_external) register_for_eviction();
 }
 
 void ArrayCore::make_host_whole(const char* reason, const smartarray::source_location& where) {
