@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <string>
@@ -69,6 +70,21 @@ const char* name(Op op) {
 struct Model : Residency {
   std::size_t size = 0;
 };
+
+/// The maximal ranges that `side` holds.
+std::vector<ByteRange> held(const ResidencyState& state, Side side) {
+  std::vector<ByteRange> ranges;
+  state.for_each_held(side, state.size(), [&](ByteRange range) { ranges.push_back(range); });
+  return ranges;
+}
+
+/// The model's ranges: the host holds [host_begin, size), the device [0, device_end).
+std::vector<ByteRange> model_held(const Model& model, Side side) {
+  const ByteRange range = side == Side::host ? ByteRange{model.host_begin, model.size}
+                                             : ByteRange{0, model.device_end};
+  if (range.empty()) return {};
+  return {range};
+}
 
 /// The transfers a plan makes, as the model counts them.
 TransferStats transfers_of(const CopyPlan& plan) {
@@ -146,7 +162,7 @@ bool apply(Op op, ResidencyState& state, Model& model, TransferStats& planned) {
       model.size = n + 1;
       return true;
     case Op::evict_dirty:
-      if (state.device_valid_end() == 0) return false;
+      if (state.device_extent() == 0) return false;
       planned = transfers_of(state.host_whole_plan());
       state.mark_host_whole();
       state.mark_device_dropped();
@@ -179,11 +195,9 @@ void explore(const ResidencyState& state, const Model& model, int depth,
       return steps;
     };
     ASSERT_EQ(next.size(), expected.size) << where();
-    ASSERT_EQ(next.host_valid_begin(), expected.host_begin) << where();
-    ASSERT_EQ(next.device_valid_end(), expected.device_end) << where();
+    ASSERT_EQ(held(next, Side::host), model_held(expected, Side::host)) << where();
+    ASSERT_EQ(held(next, Side::device), model_held(expected, Side::device)) << where();
     ASSERT_EQ(planned, expected.expected) << where();
-    // Together the two sides always hold every byte.
-    ASSERT_LE(next.host_valid_begin(), next.device_valid_end()) << where();
     explore(next, expected, depth - 1, path, checked);
     path.pop_back();
   }
@@ -215,14 +229,15 @@ TEST(ResidencyState, AcquireCopiesOnlyTheStaleRangeAndOrdersByAccess) {
   // A host append after a device write: only the old prefix is stale on the host, only the new
   // tail on the device.
   const ResidencyState appended = ResidencyState::device_only(100).resized(150);
-  EXPECT_EQ(appended.stale(Side::host), (ByteRange{0, 100}));
-  EXPECT_EQ(appended.stale(Side::device), (ByteRange{100, 150}));
+  EXPECT_EQ(held(appended, Side::host), (std::vector<ByteRange>{{100, 150}}));
+  EXPECT_EQ(held(appended, Side::device), (std::vector<ByteRange>{{0, 100}}));
 
   const Transition read = appended.acquire(Side::device, Access::read, false);
   ASSERT_EQ(read.plan.copies().size(), 1U);
   EXPECT_EQ(read.plan.copies()[0], (PlannedCopy{Side::device, {100, 150}}));
   EXPECT_EQ(read.plan.ordering(), Ordering::after_writer);
-  EXPECT_EQ(read.next.host_valid_begin(), 100U);  // a reader leaves the host as it was
+  // A reader leaves the host as it was.
+  EXPECT_EQ(held(read.next, Side::host), (std::vector<ByteRange>{{100, 150}}));
   EXPECT_TRUE(read.next.valid(Side::device));
 
   const Transition write = appended.acquire(Side::device, Access::read_write, false);
@@ -272,10 +287,163 @@ TEST(ResidencyState, TheResizeFloorIsWhereAResizeStopsChangingTheRanges) {
   ASSERT_EQ(state.resize_floor(), 64U);
   for (std::size_t size = state.resize_floor(); size <= 200; ++size) {
     const ResidencyState resized = state.resized(size);
-    EXPECT_EQ(resized.host_valid_begin(), state.host_valid_begin());
-    EXPECT_EQ(resized.device_valid_end(), state.device_valid_end());
+    EXPECT_EQ(resized.runs(), state.runs());
   }
-  EXPECT_NE(state.resized(63).host_valid_begin(), state.host_valid_begin());
+  EXPECT_NE(state.resized(63).runs(), state.runs());
+}
+
+/// A byte-level reference of the range transitions: which sides hold each byte.
+struct ByteModel {
+  std::vector<unsigned> holder;  // 1: host, 2: device, 3: both
+
+  [[nodiscard]] static unsigned bit(Side side) { return side == Side::host ? 1U : 2U; }
+  /// The copies an acquire of [begin, end) on `side` makes: each maximal stale part.
+  [[nodiscard]] std::vector<PlannedCopy> stale(Side side, ByteRange range) const {
+    std::vector<PlannedCopy> copies;
+    for (std::size_t i = range.begin; i < range.end; ++i) {
+      if ((holder[i] & bit(side)) != 0) continue;
+      if (!copies.empty() && copies.back().range.end == i) {
+        ++copies.back().range.end;
+      } else {
+        copies.push_back({side, {i, i + 1}});
+      }
+    }
+    return copies;
+  }
+  void acquire(Side side, Access access, ByteRange range) {
+    for (std::size_t i = range.begin; i < range.end; ++i) {
+      holder[i] = access == Access::read ? holder[i] | bit(side) : bit(side);
+    }
+  }
+};
+
+/// The state's runs are merged, start at 0, end with the host's, and begin inside the size.
+void expect_normalized(const ResidencyState& state, const std::string& where) {
+  const detail::RunList& runs = state.runs();
+  ASSERT_NE(runs.size(), 1U) << where;
+  if (runs.empty()) return;
+  ASSERT_EQ(runs[0].begin, 0U) << where;
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    ASSERT_LT(runs[i - 1].begin, runs[i].begin) << where;
+    ASSERT_NE(runs[i - 1].holder, runs[i].holder) << where;
+  }
+  ASSERT_EQ(runs.back().holder, detail::Holder::host) << where;
+  ASSERT_LE(runs.back().begin, state.size()) << where;
+}
+
+void expect_same(const ResidencyState& state, const ByteModel& model, const std::string& where) {
+  ASSERT_EQ(state.size(), model.holder.size()) << where;
+  expect_normalized(state, where);
+  for (const Side side : {Side::host, Side::device}) {
+    std::vector<bool> held_bytes(model.holder.size(), false);
+    state.for_each_held(side, state.size(), [&](ByteRange range) {
+      for (std::size_t i = range.begin; i < range.end; ++i) held_bytes[i] = true;
+    });
+    for (std::size_t i = 0; i < model.holder.size(); ++i) {
+      ASSERT_EQ(held_bytes[i], (model.holder[i] & ByteModel::bit(side)) != 0)
+          << where << " byte " << i << " " << to_string(side);
+    }
+  }
+  const auto all = [&](auto predicate) {
+    return std::all_of(model.holder.begin(), model.holder.end(), predicate);
+  };
+  EXPECT_EQ(state.host_whole(), all([](unsigned h) { return (h & 1U) != 0; })) << where;
+  EXPECT_EQ(state.device_whole(), all([](unsigned h) { return (h & 2U) != 0; })) << where;
+  EXPECT_EQ(state.host_exclusive(), all([](unsigned h) { return h == 1U; })) << where;
+  EXPECT_EQ(state.device_exclusive(), all([](unsigned h) { return h == 2U; })) << where;
+  std::size_t prefix = 0;
+  while (prefix < model.holder.size() && model.holder[prefix] == 2U) ++prefix;
+  EXPECT_EQ(state.host_stale_prefix(), prefix) << where;
+  std::size_t extent = model.holder.size();
+  while (extent > 0 && model.holder[extent - 1] == 1U) --extent;
+  EXPECT_EQ(state.device_extent(), extent) << where;
+}
+
+TEST(ResidencyState, RangeAcquiresMatchAByteLevelModel) {
+  // Random walks of range acquires, resizes and eviction marks over arrays of up to 12 bytes,
+  // each step checked byte by byte against the reference, and each plan against its stale parts.
+  std::uint64_t seed = 0x9e3779b97f4a7c15ULL;
+  const auto next = [&](std::size_t bound) {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return static_cast<std::size_t>(seed % bound);
+  };
+  std::size_t steps = 0;
+  for (int walk = 0; walk < 4000; ++walk) {
+    const std::size_t n = next(9);
+    ResidencyState state =
+        next(2) == 0 ? ResidencyState::host_only(n) : ResidencyState::device_only(n);
+    ByteModel model{std::vector<unsigned>(n, state.valid(Side::host) ? 1U : 2U)};
+    if (n == 0) model.holder.clear();
+    std::string where = "start " + std::to_string(n);
+    for (int step = 0; step < 40; ++step, ++steps) {
+      const std::size_t size = state.size();
+      const std::size_t kind = next(10);
+      if (kind < 7 && size > 0) {
+        const Side side = next(2) == 0 ? Side::host : Side::device;
+        const auto access = static_cast<Access>(next(3));
+        const std::size_t begin = next(size);
+        const ByteRange range{begin, begin + 1 + next(size - begin)};
+        const Transition t = state.acquire(side, access, false, range);
+        const std::vector<PlannedCopy> expected =
+            access == Access::discard ? std::vector<PlannedCopy>{} : model.stale(side, range);
+        where += " " + std::string(to_string(side)) + ":" + to_string(access) + "[" +
+                 std::to_string(range.begin) + "," + std::to_string(range.end) + ")";
+        ASSERT_EQ(std::vector<PlannedCopy>(t.plan.copies().begin(), t.plan.copies().end()),
+                  expected)
+            << where;
+        model.acquire(side, access, range);
+        state = t.next;
+      } else if (kind < 8) {
+        const std::size_t new_size = next(12);
+        where += " resize " + std::to_string(new_size);
+        state = state.resized(new_size);
+        model.holder.resize(new_size, 1U);
+      } else if (kind < 9) {
+        where += " evict";
+        const CopyPlan plan = state.host_whole_plan();
+        ASSERT_EQ(std::vector<PlannedCopy>(plan.copies().begin(), plan.copies().end()),
+                  model.stale(Side::host, {0, size}))
+            << where;
+        state.mark_host_whole();
+        state.mark_device_dropped();
+        for (unsigned& holder : model.holder) holder = 1U;
+      } else {
+        where += " read_out";
+        const std::size_t bytes = next(size + 1);
+        const CopyPlan plan = state.read_out(bytes);
+        ASSERT_EQ(std::vector<PlannedCopy>(plan.copies().begin(), plan.copies().end()),
+                  model.stale(Side::host, {0, bytes}))
+            << where;
+      }
+      expect_same(state, model, where);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+  EXPECT_EQ(steps, 160'000U);
+}
+
+TEST(ResidencyState, RangeAroundFindsTheRunsAroundAByte) {
+  // Device-written, then the host read [4, 8) and wrote [10, 12).
+  ResidencyState state = ResidencyState::device_only(16);
+  state = state.acquire(Side::host, Access::read, false, {4, 8}).next;
+  state = state.acquire(Side::host, Access::read_write, false, {10, 12}).next;
+  const auto host = [](detail::Holder holder) { return detail::holds(holder, Side::host); };
+  const auto host_only = [](detail::Holder holder) { return holder == detail::Holder::host; };
+  EXPECT_EQ(state.range_around(5, host), (ByteRange{4, 8}));
+  EXPECT_EQ(state.range_around(11, host), (ByteRange{10, 12}));
+  EXPECT_TRUE(state.range_around(9, host).empty());
+  EXPECT_EQ(state.range_around(10, host_only), (ByteRange{10, 12}));
+  EXPECT_TRUE(state.range_around(5, host_only).empty());
+  EXPECT_TRUE(state.holds_range(Side::host, {4, 8}));
+  EXPECT_FALSE(state.holds_range(Side::host, {4, 9}));
+  EXPECT_EQ(state.host_stale_prefix(), 4U);
+  EXPECT_EQ(state.device_extent(), 16U);
+  // A fully stale host is fetched in one copy however the device got there.
+  EXPECT_EQ(ResidencyState::device_only(16).acquire(Side::host, Access::read, false).plan
+                .copies().size(),
+            1U);
 }
 
 }  // namespace

@@ -113,9 +113,9 @@ std::byte* ArrayCore::acquire_device_locked(Access access, StreamRef stream,
     ensure_host_buffer();
     if (joined_first) order_.join_users(stream);
   } else {
-    ensure_device_capacity(stream, access == Access::discard ? 0 : state_.device_valid_end());
-    reason = state_.device_valid_end() == 0 ? "device access of a stale copy"
-                                            : "device access of a host-appended tail";
+    ensure_device_capacity(stream, access == Access::discard ? 0 : state_.device_extent());
+    reason = state_.device_extent() == 0 ? "device access of a stale copy"
+                                         : "device access of a host-appended tail";
   }
   carry_out(transition.plan, buffers_.host, stream, reason, where);
   if (joined_first) {
@@ -136,7 +136,7 @@ bool ArrayCore::device_current_for(Access access, StreamRef stream) const noexce
       observers_.view_device != buffers_.device) {
     return false;
   }
-  if (access != Access::read && state_.host_valid_begin() != state_.size()) return false;
+  if (access != Access::read && !state_.device_exclusive()) return false;
   return order_.already_ordered(access, stream);
 }
 

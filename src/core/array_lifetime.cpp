@@ -57,12 +57,14 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
     return;
   }
   // Each side copies only what it holds valid; a stale side is never copied.
-  const std::size_t host_begin = other.state_.host_valid_begin();
-  if (host_begin < bytes) {
+  if (!other.state_.host_stale_everywhere()) {
     buffers_.host = strategy().allocate_host(here, bytes, buffers_.host_pageable);
-    std::memcpy(buffers_.host + host_begin, other.buffers_.host + host_begin, bytes - host_begin);
+    other.state_.for_each_held(Side::host, bytes, [&](ByteRange range) {
+      std::memcpy(buffers_.host + range.begin, other.buffers_.host + range.begin, range.size());
+    });
   }
-  const std::size_t device_end = other.state_.device_valid_end();
+  // One device copy of everything up to the last byte the device holds.
+  const std::size_t device_end = other.state_.device_extent();
   if (device_end > 0) {
     const StreamRef stream = other.order_.live_writer().value_or(StreamRef{});
     try {

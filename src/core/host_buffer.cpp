@@ -97,10 +97,11 @@ void ArrayCore::reallocate_host(std::size_t new_capacity) {
   }
   bool fresh_pageable = false;
   std::byte* fresh = allocate_host(new_capacity, fresh_pageable);
-  // Only the valid host suffix moves; a stale prefix is dropped, never copied.
-  const std::size_t host_begin = state_.host_valid_begin();
-  if (buffers_.host != nullptr && host_begin < size) {
-    std::memcpy(fresh + host_begin, buffers_.host + host_begin, size - host_begin);
+  // Only the bytes the host holds move; stale ones are dropped, never copied.
+  if (buffers_.host != nullptr) {
+    state_.for_each_held(Side::host, size, [&](ByteRange range) {
+      std::memcpy(fresh + range.begin, buffers_.host + range.begin, range.size());
+    });
   }
   free_host(buffers_.host, buffers_.capacity, buffers_.host_pageable);
   buffers_.host = fresh;

@@ -31,7 +31,7 @@ void ArrayCore::note_view_state() noexcept {
     why = ViewChange::resized;
   } else if (view_address() != observers_.view_device) {
     why = ViewChange::reallocated;
-  } else if (state_.device_valid_end() < observers_.view_size) {
+  } else if (!state_.device_whole()) {
     why = ViewChange::host_write;
   }
   if (why == ViewChange::none) return;
@@ -46,7 +46,7 @@ void ArrayCore::start_views() noexcept {
 
 void ArrayCore::update_host_guard() noexcept {
   std::byte* const host = buffers_.host;
-  const std::size_t stale = state_.host_valid_begin();
+  const std::size_t stale = state_.host_stale_prefix();
   const bool guarded = host != nullptr && stale > 0 && !one_buffer();
   if (guarded && observers_.guarded_host == host && observers_.guarded_stale == stale) return;
   drop_host_guard();

@@ -3,22 +3,26 @@
  * @brief Private: which bytes of an array each side holds, and the copies each operation needs.
  *
  * `ResidencyState` is the pure part of the residency state machine: values in, values out, no
- * memory, no stream and no side effect. Each transition returns the state after it and, where
- * data must move, a `CopyPlan`: the byte ranges to copy, to which side, and the stream ordering
- * the access needs. The array (ArrayCore) carries the plan out through its storage and commits
- * the next state only once every copy was issued, so that a failed copy leaves the state as it
- * was and nothing is marked valid that was not copied.
+ * memory of the array, no stream and no side effect. Each transition returns the state after it
+ * and, where data must move, a `CopyPlan`: the byte ranges to copy, to which side, and the stream
+ * ordering the access needs. The array (ArrayCore) carries the plan out through its storage and
+ * commits the next state only once every copy was issued, so that a failed copy leaves the state
+ * as it was and nothing is marked valid that was not copied.
  *
- * Sizes are in bytes. The host copy is valid on the suffix [host_valid_begin, size) and the device
- * copy on the prefix [0, device_valid_end); together they always cover [0, size). This one shape
- * covers every case the vector operations produce: both sides valid, one side stale, a host append
- * after the device was valid (only the new tail is missing on the device), and an append while the
- * host was stale (only the old prefix is missing on the host).
+ * Sizes are in bytes, exact to the byte. The state is a list of runs: run i covers
+ * [begin_i, begin_{i+1}) and says which sides hold those bytes (host, device or both); the last run
+ * extends past the size and is always `host`, because bytes that an append adds are written on the
+ * host. So together the sides always hold every byte, and a lock-free append or a truncation that
+ * stays at or above the last run's begin (`resize_floor()`) changes nothing but the size. The
+ * runs are kept merged (neighbours differ), so a stale range is always one copy, and an array
+ * accessed whole needs at most three runs: device, both, host (a stale host prefix, the common
+ * part, and a tail appended on the host). Slices and element access add more; up to
+ * `RunList::inline_runs` of them are held inline, more spill to the heap.
  *
- * An unwritten state (an array made with no_init) holds bytes that were never written: both
- * ranges cover them, so that no acquire copies them, until the first access settles it. With two
- * buffers the side that was not accessed then holds nothing; with one buffer that both sides
- * address (mapped and managed memory) both keep it.
+ * An unwritten state (an array made with no_init) holds bytes that were never written: both sides
+ * cover them, so that no acquire copies them, until the first access settles it. With two buffers
+ * the side that was not accessed then holds nothing; with one buffer that both sides address
+ * (mapped and managed memory) both keep it.
  */
 #pragma once
 
@@ -28,7 +32,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
+#include <vector>
 
 namespace smartarray::detail {
 
@@ -37,8 +43,62 @@ struct ByteRange {
   std::size_t begin = 0;
   std::size_t end = 0;
   [[nodiscard]] constexpr std::size_t size() const noexcept { return end - begin; }
-  [[nodiscard]] constexpr bool empty() const noexcept { return begin == end; }
+  [[nodiscard]] constexpr bool empty() const noexcept { return begin >= end; }
   friend constexpr bool operator==(const ByteRange&, const ByteRange&) = default;
+};
+
+/// A sequence that holds `Inline` elements in place and spills to the heap beyond: the states and
+/// plans of whole-array access never allocate. Elements are trivially copyable.
+template <typename Element, std::size_t Inline>
+class SmallVector {
+ public:
+  constexpr SmallVector() noexcept = default;
+  constexpr void push_back(const Element& value) {
+    if (heap_.empty() && size_ < Inline) {
+      inline_[size_++] = value;
+      return;
+    }
+    if (heap_.empty()) heap_.assign(inline_.begin(), inline_.begin() + size_);
+    heap_.push_back(value);
+    ++size_;
+  }
+  constexpr void clear() noexcept {
+    heap_.clear();
+    size_ = 0;
+  }
+  constexpr void pop_back() noexcept {
+    if (!heap_.empty()) heap_.pop_back();
+    --size_;
+  }
+  /// Keeps the first `count` (<= size()) elements.
+  constexpr void truncate(std::size_t count) noexcept {
+    if (!heap_.empty()) heap_.resize(count);
+    size_ = count;
+  }
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] constexpr bool empty() const noexcept { return size_ == 0; }
+  [[nodiscard]] constexpr const Element* data() const noexcept {
+    return heap_.empty() ? inline_.data() : heap_.data();
+  }
+  [[nodiscard]] constexpr Element* data() noexcept {
+    return heap_.empty() ? inline_.data() : heap_.data();
+  }
+  [[nodiscard]] constexpr const Element& operator[](std::size_t i) const noexcept {
+    return data()[i];
+  }
+  [[nodiscard]] constexpr Element& operator[](std::size_t i) noexcept { return data()[i]; }
+  [[nodiscard]] constexpr const Element& back() const noexcept { return data()[size_ - 1]; }
+  [[nodiscard]] constexpr Element& back() noexcept { return data()[size_ - 1]; }
+  [[nodiscard]] constexpr const Element* begin() const noexcept { return data(); }
+  [[nodiscard]] constexpr const Element* end() const noexcept { return data() + size_; }
+  friend constexpr bool operator==(const SmallVector& a, const SmallVector& b) noexcept {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  std::array<Element, Inline> inline_{};
+  std::vector<Element> heap_;
+  std::size_t size_ = 0;
 };
 
 /// One copy of a plan: `range` moves from the other side to `to`.
@@ -56,24 +116,20 @@ enum class Ordering : std::uint8_t {
   after_every_use,
 };
 
-/// What an access needs done: the copies, in order, and the ordering of the access itself.
+/// What an access needs done: the copies, in ascending order, and the ordering of the access.
 class CopyPlan {
  public:
-  /// The most copies one plan holds: the valid ranges are a suffix and a prefix, so a side is
-  /// always missing one range at most.
-  static constexpr std::size_t max_copies = 1;
-
   constexpr CopyPlan() noexcept = default;
   constexpr explicit CopyPlan(Ordering ordering) noexcept : ordering_(ordering) {}
 
   /// Adds a copy of `range` to `to` (an empty range adds nothing).
-  constexpr void add(Side to, ByteRange range) noexcept {
-    if (!range.empty()) copies_[count_++] = PlannedCopy{to, range};
+  constexpr void add(Side to, ByteRange range) {
+    if (!range.empty()) copies_.push_back(PlannedCopy{to, range});
   }
   [[nodiscard]] constexpr std::span<const PlannedCopy> copies() const noexcept {
-    return {copies_.data(), count_};
+    return {copies_.data(), copies_.size()};
   }
-  [[nodiscard]] constexpr bool copies_nothing() const noexcept { return count_ == 0; }
+  [[nodiscard]] constexpr bool copies_nothing() const noexcept { return copies_.empty(); }
   /// The bytes all the copies move.
   [[nodiscard]] constexpr std::size_t bytes() const noexcept {
     std::size_t total = 0;
@@ -83,10 +139,26 @@ class CopyPlan {
   [[nodiscard]] constexpr Ordering ordering() const noexcept { return ordering_; }
 
  private:
-  std::array<PlannedCopy, max_copies> copies_{};
-  std::size_t count_ = 0;
+  SmallVector<PlannedCopy, 2> copies_;
   Ordering ordering_ = Ordering::after_writer;
 };
+
+/// Which sides hold a run's bytes.
+enum class Holder : std::uint8_t { host = 1, device = 2, both = 3 };
+
+[[nodiscard]] constexpr bool holds(Holder holder, Side side) noexcept {
+  return (static_cast<unsigned>(holder) & (side == Side::host ? 1U : 2U)) != 0;
+}
+
+/// One run: from `begin` to the next run's begin, `holder` holds the bytes.
+struct Run {
+  std::size_t begin = 0;
+  Holder holder = Holder::host;
+  friend constexpr bool operator==(const Run&, const Run&) = default;
+};
+
+/// The runs of a state: empty means one run [0, infinity) held by the host.
+using RunList = SmallVector<Run, 6>;
 
 /// A transition: the copies it needs, and the state once they are done.
 struct Transition;
@@ -98,70 +170,153 @@ class ResidencyState {
 
   /// `size` bytes valid on the host only.
   [[nodiscard]] static constexpr ResidencyState host_only(std::size_t size) noexcept {
-    return {size, 0, 0, false};
+    ResidencyState state;
+    state.size_ = size;
+    return state;
   }
   /// `size` bytes valid on the device only.
-  [[nodiscard]] static constexpr ResidencyState device_only(std::size_t size) noexcept {
-    return {size, size, size, false};
+  [[nodiscard]] static constexpr ResidencyState device_only(std::size_t size) {
+    ResidencyState state = host_only(size);
+    if (size > 0) state.runs_ = two_runs(Holder::device, size);
+    return state;
   }
   /// `size` bytes never written (see the file comment).
-  [[nodiscard]] static constexpr ResidencyState unwritten(std::size_t size) noexcept {
-    return {size, 0, size, size > 0};
+  [[nodiscard]] static constexpr ResidencyState unwritten(std::size_t size) {
+    ResidencyState state = host_only(size);
+    if (size > 0) {
+      state.runs_ = two_runs(Holder::both, size);
+      state.unwritten_ = true;
+    }
+    return state;
   }
 
   [[nodiscard]] constexpr std::size_t size() const noexcept { return size_; }
-  [[nodiscard]] constexpr std::size_t host_valid_begin() const noexcept { return host_begin_; }
-  [[nodiscard]] constexpr std::size_t device_valid_end() const noexcept { return device_end_; }
   [[nodiscard]] constexpr bool is_unwritten() const noexcept { return unwritten_; }
+  /// The runs (empty: the host holds everything).
+  [[nodiscard]] constexpr const RunList& runs() const noexcept { return runs_; }
   /// The side holds every byte, written (an unwritten array is valid on neither side).
   [[nodiscard]] constexpr bool valid(Side side) const noexcept {
-    return !unwritten_ && (side == Side::host ? host_begin_ == 0 : device_end_ == size_);
+    return !unwritten_ && (side == Side::host ? host_whole() : device_whole());
   }
   /// The host buffer holds every byte there is (or was never written): a host access copies
-  /// nothing.
-  [[nodiscard]] constexpr bool host_whole() const noexcept { return host_begin_ == 0; }
+  /// nothing. Reads no size, so eviction may ask it from another thread.
+  [[nodiscard]] constexpr bool host_whole() const noexcept {
+    for (const Run& run : runs_) {
+      if (!holds(run.holder, Side::host)) return false;
+    }
+    return true;
+  }
   /// The host copy is whole and the device copy holds nothing: a host write changes no other side.
-  [[nodiscard]] constexpr bool host_exclusive() const noexcept {
-    return host_begin_ == 0 && device_end_ == 0;
+  [[nodiscard]] constexpr bool host_exclusive() const noexcept { return runs_.empty(); }
+  [[nodiscard]] constexpr bool device_whole() const noexcept {
+    if (size_ == 0) return true;
+    if (device_extent() != size_) return false;
+    for (std::size_t i = 0; i + 1 < runs_.size(); ++i) {
+      if (!holds(runs_[i].holder, Side::device)) return false;
+    }
+    return true;
   }
-  [[nodiscard]] constexpr bool device_whole() const noexcept { return device_end_ == size_; }
-  /// The bytes `side` is missing.
-  [[nodiscard]] constexpr ByteRange stale(Side side) const noexcept {
-    return side == Side::host ? ByteRange{0, host_begin_} : ByteRange{device_end_, size_};
+  /// The device holds every byte and the host none: a device write changes no other side.
+  [[nodiscard]] constexpr bool device_exclusive() const noexcept {
+    if (size_ == 0) return true;
+    return runs_.size() == 2 && runs_[0].holder == Holder::device && runs_[1].begin == size_;
   }
-  /// Sizes at or above this one keep both valid ranges as they are: a resize inside
+  /// The host holds no byte (a device-only array).
+  [[nodiscard]] constexpr bool host_stale_everywhere() const noexcept {
+    return size_ > 0 && host_stale_prefix() == size_;
+  }
+  /// The side holds every byte of `range`.
+  [[nodiscard]] constexpr bool holds_range(Side side, ByteRange range) const noexcept {
+    bool all = true;
+    for_each_run(range, [&](ByteRange, Holder holder) { all = all && holds(holder, side); });
+    return all;
+  }
+  /// The largest range around byte `at` (< size) whose runs all satisfy `wanted` (a predicate
+  /// on the holder), clipped to [0, size); empty when the run at `at` does not.
+  template <typename Predicate>
+  [[nodiscard]] constexpr ByteRange range_around(std::size_t at, Predicate wanted) const {
+    ByteRange span{0, 0};
+    bool found = false;
+    bool done = false;
+    for_each_run({0, size_}, [&](ByteRange run, Holder holder) {
+      if (done) return;
+      if (!wanted(holder)) {
+        done = found;
+        if (!found) span = {run.end, run.end};
+        return;
+      }
+      if (span.end != run.begin || span.empty()) span.begin = run.begin;
+      span.end = run.end;
+      found = found || (run.begin <= at && at < run.end);
+    });
+    return found ? span : ByteRange{at, at};
+  }
+  /// Calls `visit(range)` for each maximal range of [0, limit) that `side` holds, in order.
+  template <typename Visit>
+  constexpr void for_each_held(Side side, std::size_t limit, Visit visit) const {
+    ByteRange pending{0, 0};
+    for_each_run({0, limit}, [&](ByteRange run, Holder holder) {
+      if (!holds(holder, side)) return;
+      if (!pending.empty() && pending.end == run.begin) {
+        pending.end = run.end;
+        return;
+      }
+      if (!pending.empty()) visit(pending);
+      pending = run;
+    });
+    if (!pending.empty()) visit(pending);
+  }
+  /// The first byte that the host does not hold when that is a stale prefix [0, end) (the
+  /// stale-host guard protects it), else 0.
+  [[nodiscard]] constexpr std::size_t host_stale_prefix() const noexcept {
+    if (unwritten_ || runs_.empty() || runs_[0].holder != Holder::device) return 0;
+    return std::min(runs_.size() > 1 ? runs_[1].begin : size_, size_);
+  }
+  /// The end of the last byte the device holds (0 when it holds none): a device reallocation
+  /// keeps [0, device_extent()).
+  [[nodiscard]] constexpr std::size_t device_extent() const noexcept {
+    return runs_.empty() ? 0 : runs_.back().begin;
+  }
+  /// Sizes at or above this one keep every run as it is: a resize inside
   /// [resize_floor(), capacity] changes nothing but the size.
-  [[nodiscard]] constexpr std::size_t resize_floor() const noexcept {
-    return std::max(host_begin_, device_end_);
-  }
+  [[nodiscard]] constexpr std::size_t resize_floor() const noexcept { return device_extent(); }
 
-  /// An access of the whole array on `side`: the stale range is copied unless the access
-  /// overwrites it (discard); afterwards `side` is whole, and a writer leaves the other side stale.
-  /// The first access of an unwritten state settles it first (see settled()).
-  [[nodiscard]] constexpr Transition acquire(Side side, Access access,
-                                             bool one_buffer) const noexcept;
-  /// The copy that makes the host copy whole in place (before the host moves bytes inside it, or
-  /// before the device copy is dropped): the stale prefix. mark_host_whole() records it done.
-  [[nodiscard]] constexpr CopyPlan host_whole_plan() const noexcept {
-    CopyPlan plan(Ordering::after_writer);
-    if (!unwritten_) plan.add(Side::host, stale(Side::host));
-    return plan;
+  /// An access of `range` (inside [0, size)) on `side`: the stale bytes are copied unless the
+  /// access overwrites them (discard); afterwards `side` holds the range, and a writer leaves the
+  /// other side without it. The first access of an unwritten state settles it first (see
+  /// settled()).
+  [[nodiscard]] constexpr Transition acquire(Side side, Access access, bool one_buffer,
+                                             ByteRange range) const;
+  /// acquire() of the whole array.
+  [[nodiscard]] constexpr Transition acquire(Side side, Access access, bool one_buffer) const;
+  /// The copies that make the host copy whole in place (before the host moves bytes inside it, or
+  /// before the device copy is dropped). mark_host_whole() records them done.
+  [[nodiscard]] constexpr CopyPlan host_whole_plan() const {
+    return read_out(std::numeric_limits<std::size_t>::max());
   }
   /// The copies that read the first `bytes` bytes out to other memory without changing the state:
-  /// the stale host prefix comes from the device.
-  [[nodiscard]] constexpr CopyPlan read_out(std::size_t bytes) const noexcept {
+  /// what the host lacks comes from the device.
+  [[nodiscard]] constexpr CopyPlan read_out(std::size_t bytes) const {
     CopyPlan plan(Ordering::after_writer);
-    if (!unwritten_) plan.add(Side::host, {0, std::min(host_begin_, bytes)});
+    if (unwritten_) return plan;
+    for_each_run({0, std::min(bytes, size_)}, [&](ByteRange run, Holder holder) {
+      if (!holds(holder, Side::host)) plan.add(Side::host, run);
+    });
     return plan;
   }
 
   /// The size changed to `new_size`. Growth: the new tail is valid on the host only (its writer
   /// fills it). Shrinking: each side keeps what it held of the rest.
-  [[nodiscard]] constexpr ResidencyState resized(std::size_t new_size) const noexcept {
+  [[nodiscard]] constexpr ResidencyState resized(std::size_t new_size) const {
     ResidencyState next = *this;
     next.size_ = new_size;
-    next.host_begin_ = std::min(host_begin_, new_size);
-    next.device_end_ = std::min(device_end_, new_size);
+    if (new_size < resize_floor()) {
+      std::size_t keep = 0;
+      while (keep < next.runs_.size() && next.runs_[keep].begin < new_size) ++keep;
+      next.runs_.truncate(keep);
+      append_run(next.runs_, new_size, Holder::host);
+      if (next.runs_.size() == 1) next.runs_.clear();
+    }
     if (new_size == 0) next.unwritten_ = false;
     return next;
   }
@@ -170,12 +325,10 @@ class ResidencyState {
   constexpr void set_size_in_window(std::size_t new_size) noexcept { size_ = new_size; }
   /// The host wrote its whole copy in place: the device copy is stale. Requires host_whole().
   [[nodiscard]] constexpr ResidencyState host_written() const noexcept {
-    return {size_, 0, 0, false};
+    return host_only(size_);
   }
   /// The device wrote its whole copy: the host copy is stale. Requires device_whole().
-  [[nodiscard]] constexpr ResidencyState device_written() const noexcept {
-    return {size_, size_, size_, false};
-  }
+  [[nodiscard]] constexpr ResidencyState device_written() const { return device_only(size_); }
   /// Every byte overwritten on the host at a new size: nothing is copied.
   [[nodiscard]] constexpr ResidencyState host_overwritten(std::size_t new_size) const noexcept {
     return host_only(new_size);
@@ -183,31 +336,38 @@ class ResidencyState {
   /// One buffer that both sides address moved on the host (reallocated): the host touched it
   /// last, and device work must make it current again.
   [[nodiscard]] constexpr ResidencyState host_touched_last() const noexcept {
-    return {size_, 0, 0, unwritten_};
+    ResidencyState next = host_only(size_);
+    next.unwritten_ = unwritten_;
+    return next;
   }
-  /// Takes the ranges of `next`, a transition of this state: the size is written only when it
+  /// Takes the runs of `next`, a transition of this state: the size is written only when it
   /// changed, so that an acquire on a const array (which leaves it as it is) never writes what
   /// other threads' const accesses read without the lock.
-  constexpr void commit(const ResidencyState& next) noexcept {
+  constexpr void commit(const ResidencyState& next) {
     if (size_ != next.size_) size_ = next.size_;
-    host_begin_ = next.host_begin_;
-    device_end_ = next.device_end_;
+    runs_ = next.runs_;
     unwritten_ = next.unwritten_;
   }
   /// Eviction's transitions, which run on another thread than the owner's: they neither read nor
   /// write the size, which the owner's lock-free appends and truncations change meanwhile. The
   /// host copy was made whole (host_whole_plan() carried out), and the device copy dropped.
-  constexpr void mark_host_whole() noexcept { host_begin_ = 0; }
-  constexpr void mark_device_dropped() noexcept { device_end_ = 0; }
+  constexpr void mark_host_whole() noexcept {
+    RunList next;
+    for (const Run& run : runs_) {
+      append_run(next, run.begin, run.holder == Holder::device ? Holder::both : run.holder);
+    }
+    if (next.size() == 1) next.clear();
+    runs_ = next;
+  }
+  constexpr void mark_device_dropped() noexcept { runs_.clear(); }
   /// The first access of an unwritten state, on `side`: with two buffers, the side that was not
   /// accessed has no buffer and holds nothing; with one buffer both sides keep it.
-  [[nodiscard]] constexpr ResidencyState settled(Side side, bool one_buffer) const noexcept {
+  [[nodiscard]] constexpr ResidencyState settled(Side side, bool one_buffer) const {
     if (!unwritten_) return *this;
     ResidencyState next = *this;
     next.unwritten_ = false;
     if (!one_buffer) {
-      if (side == Side::host) next.device_end_ = 0;
-      else next.host_begin_ = size_;
+      next = side == Side::host ? host_only(size_) : device_only(size_);
     }
     return next;
   }
@@ -215,13 +375,58 @@ class ResidencyState {
   friend constexpr bool operator==(const ResidencyState&, const ResidencyState&) = default;
 
  private:
-  constexpr ResidencyState(std::size_t size, std::size_t host_begin, std::size_t device_end,
-                           bool unwritten) noexcept
-      : size_(size), host_begin_(host_begin), device_end_(device_end), unwritten_(unwritten) {}
+  [[nodiscard]] static constexpr RunList two_runs(Holder first, std::size_t size) {
+    RunList runs;
+    runs.push_back({0, first});
+    runs.push_back({size, Holder::host});
+    return runs;
+  }
+  /// Appends a run that starts at `begin` (>= the last one's; 0 for the first) to `runs`, keeping
+  /// them merged: an empty last run is replaced, and a run with the last one's holder extends it.
+  /// A list left with one run (the host's) is then cleared by the caller.
+  static constexpr void append_run(RunList& runs, std::size_t begin, Holder holder) {
+    if (!runs.empty() && runs.back().begin == begin) runs.pop_back();
+    if (!runs.empty() && runs.back().holder == holder) return;
+    runs.push_back({begin, holder});
+  }
+  /// Calls `visit(range, holder)` for each part of a run inside `range`, in order.
+  template <typename Visit>
+  constexpr void for_each_run(ByteRange range, Visit visit) const {
+    if (range.empty()) return;
+    if (runs_.empty()) {
+      visit(range, Holder::host);
+      return;
+    }
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+      const std::size_t end =
+          i + 1 < runs_.size() ? runs_[i + 1].begin : std::numeric_limits<std::size_t>::max();
+      const ByteRange part{std::max(runs_[i].begin, range.begin), std::min(end, range.end)};
+      if (!part.empty()) visit(part, runs_[i].holder);
+      if (end >= range.end) return;
+    }
+  }
+  /// The runs with `change` applied to each holder inside `range`.
+  template <typename Change>
+  [[nodiscard]] constexpr RunList painted(ByteRange range, Change change) const {
+    RunList next;
+    for_each_run({0, std::numeric_limits<std::size_t>::max()},
+                 [&](ByteRange run, Holder holder) {
+                   const ByteRange inside{std::max(run.begin, range.begin),
+                                          std::min(run.end, range.end)};
+                   if (inside.empty()) {
+                     append_run(next, run.begin, holder);
+                     return;
+                   }
+                   if (run.begin < inside.begin) append_run(next, run.begin, holder);
+                   append_run(next, inside.begin, change(holder));
+                   if (inside.end < run.end) append_run(next, inside.end, holder);
+                 });
+    if (next.size() == 1) next.clear();
+    return next;
+  }
 
   std::size_t size_ = 0;
-  std::size_t host_begin_ = 0;
-  std::size_t device_end_ = 0;
+  RunList runs_;
   bool unwritten_ = false;
 };
 
@@ -230,21 +435,30 @@ struct Transition {
   ResidencyState next;
 };
 
-constexpr Transition ResidencyState::acquire(Side side, Access access,
-                                             bool one_buffer) const noexcept {
+constexpr Transition ResidencyState::acquire(Side side, Access access, bool one_buffer,
+                                             ByteRange range) const {
   const ResidencyState from = settled(side, one_buffer);
   const Ordering ordering =
       access == Access::read ? Ordering::after_writer : Ordering::after_every_use;
   Transition t{CopyPlan(ordering), from};
-  if (access != Access::discard) t.plan.add(side, from.stale(side));
-  if (side == Side::host) {
-    t.next.host_begin_ = 0;
-    if (access != Access::read) t.next.device_end_ = 0;
+  if (access != Access::discard) {
+    from.for_each_run(range, [&](ByteRange run, Holder holder) {
+      if (!holds(holder, side)) t.plan.add(side, run);
+    });
+  }
+  const Holder only = side == Side::host ? Holder::host : Holder::device;
+  if (access == Access::read) {
+    t.next.runs_ = from.painted(range, [only](Holder holder) {
+      return static_cast<Holder>(static_cast<unsigned>(holder) | static_cast<unsigned>(only));
+    });
   } else {
-    t.next.device_end_ = from.size_;
-    if (access != Access::read) t.next.host_begin_ = from.size_;
+    t.next.runs_ = from.painted(range, [only](Holder) { return only; });
   }
   return t;
+}
+
+constexpr Transition ResidencyState::acquire(Side side, Access access, bool one_buffer) const {
+  return acquire(side, access, one_buffer, ByteRange{0, size_});
 }
 
 }  // namespace smartarray::detail
