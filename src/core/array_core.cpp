@@ -56,6 +56,60 @@ void ArrayCore::carry_out(const CopyPlan& plan, std::byte* dst, StreamRef stream
 std::byte* ArrayCore::acquire(Side side, Access access, std::optional<StreamRef> stream,
                               const smartarray::source_location& where, bool require_written) {
   Transaction transaction(*this, Transaction::Kind::use, &where);
+  return acquire_locked(transaction, side, access, {0, state_.size()}, stream, where,
+                        require_written);
+}
+
+std::byte* ArrayCore::acquire_range(Side side, Access access, ByteRange range,
+                                    std::optional<StreamRef> stream,
+                                    const smartarray::source_location& where,
+                                    bool require_written) {
+  Transaction transaction(*this, Transaction::Kind::use, &where);
+  SMARTARRAY_EXPECTS(range.begin <= range.end && range.end <= state_.size(), std::out_of_range,
+                     describe(), ": the bytes [", range.begin, ", ", range.end,
+                     ") leave the array of ", state_.size(), " bytes");
+  if (range.empty()) {
+    transaction.changed_nothing();
+    return side == Side::host ? buffers_.host : buffers_.device;
+  }
+  return acquire_locked(transaction, side, access, range, stream, where, require_written);
+}
+
+void ArrayCore::acquire_element(Access access, std::size_t offset, std::size_t bytes,
+                                const smartarray::source_location& where, bool require_written) {
+  Transaction transaction(*this, Transaction::Kind::use, &where);
+  const std::size_t size = state_.size();
+  if (offset + bytes > size) return;  // debug builds checked the index; std::vector's rules
+  if (access == Access::read) check_written(require_written, "host read", where);
+  const unsigned shift = placement_.storage.tile_shift;
+  const std::size_t first_tile = offset >> shift;
+  const std::size_t last_tile = (offset + bytes - 1) >> shift;
+  const ByteRange tiles{first_tile << shift, std::min(size, (last_tile + 1) << shift)};
+  if (!state_.holds_range(Side::host, tiles)) {
+    // A run of misses on consecutive tiles, in either direction: after a few, everything ahead.
+    const int step = first_tile == element_.miss_tile + 1 ? 1
+                     : first_tile + 1 == element_.miss_tile ? -1
+                                                            : 0;
+    if (step != 0 && (element_.miss_run <= 1 || step == element_.miss_step)) {
+      ++element_.miss_run;
+    } else {
+      element_.miss_run = 1;
+    }
+    element_.miss_step = step;
+    element_.miss_tile = first_tile;
+    if (element_.miss_run >= readahead_after_misses) {
+      const ByteRange ahead = step > 0 ? ByteRange{tiles.begin, size} : ByteRange{0, tiles.end};
+      acquire_host_range(Access::read, ahead, std::nullopt, where);
+    }
+  }
+  element_.hint = offset;
+  acquire_host_range(access, tiles, std::nullopt, where);
+}
+
+std::byte* ArrayCore::acquire_locked(Transaction& transaction, Side side, Access access,
+                                     ByteRange range, std::optional<StreamRef> stream,
+                                     const smartarray::source_location& where,
+                                     bool require_written) {
   if (state_.size() == 0) {
     transaction.changed_nothing();
     return side == Side::host ? buffers_.host : buffers_.device;
@@ -63,7 +117,7 @@ std::byte* ArrayCore::acquire(Side side, Access access, std::optional<StreamRef>
   if (access == Access::read) {
     check_written(require_written, side == Side::host ? "host read" : "device read", where);
   }
-  if (side == Side::host) return acquire_host_locked(access, stream, where);
+  if (side == Side::host) return acquire_host_range(access, range, stream, where);
   if (observers_.view_slot == 0) observers_.view_slot = acquire_view_slot(id());
   if (access != Access::read) {
     observers_.device_write_file = where.file_name();
@@ -74,15 +128,16 @@ std::byte* ArrayCore::acquire(Side side, Access access, std::optional<StreamRef>
     transaction.changed_nothing();
     return buffers_.device;
   }
-  std::byte* const address = acquire_device_locked(access, *stream, where);
+  std::byte* const address = acquire_device_locked(access, range, *stream, where);
   transaction.start_views();
   return address;
 }
 
-std::byte* ArrayCore::acquire_host_locked(Access access, std::optional<StreamRef> stream,
-                                          const smartarray::source_location& where) {
+std::byte* ArrayCore::acquire_host_range(Access access, ByteRange range,
+                                         std::optional<StreamRef> stream,
+                                         const smartarray::source_location& where) {
   ensure_host_buffer();
-  const Transition transition = state_.acquire(Side::host, access, one_buffer());
+  const Transition transition = state_.acquire(Side::host, access, one_buffer(), range);
   const char* reason = one_buffer()              ? "host access after device writes"
                        : access == Access::read ? "host read of a stale copy"
                                                 : "host read_write of a stale copy";
@@ -95,16 +150,18 @@ std::byte* ArrayCore::acquire_host_locked(Access access, std::optional<StreamRef
       // No device work uses the pages now. Taken one by one inside the caller's memcpy, the
       // faults cost it about twice as much (16384 pages: 20 ms against 10 ms on the H100
       // machine); eight threads take them in about 3 ms.
-      parallel_prefault_for_write(buffers_.host, state_.size());
-      buffers_.host_write_faults_pending = false;
+      parallel_prefault_for_write(buffers_.host + range.begin, range.size());
+      if (range.size() == state_.size()) buffers_.host_write_faults_pending = false;
     }
   }
   return buffers_.host;
 }
 
-std::byte* ArrayCore::acquire_device_locked(Access access, StreamRef stream,
+std::byte* ArrayCore::acquire_device_locked(Access access, ByteRange range, StreamRef stream,
                                             const smartarray::source_location& where) {
-  const Transition transition = state_.acquire(Side::device, access, one_buffer());
+  const Transition transition = state_.acquire(Side::device, access, one_buffer(), range);
+  // A discard of everything keeps nothing of the old device copy.
+  const bool overwrites_all = access == Access::discard && range.size() == state_.size();
   // One buffer: a writer's prefetch follows every other use of it.
   const bool joined_first =
       one_buffer() && transition.plan.ordering() == Ordering::after_every_use;
@@ -113,7 +170,7 @@ std::byte* ArrayCore::acquire_device_locked(Access access, StreamRef stream,
     ensure_host_buffer();
     if (joined_first) order_.join_users(stream);
   } else {
-    ensure_device_capacity(stream, access == Access::discard ? 0 : state_.device_extent());
+    ensure_device_capacity(stream, overwrites_all ? 0 : state_.device_extent());
     reason = state_.device_extent() == 0 ? "device access of a stale copy"
                                          : "device access of a host-appended tail";
   }

@@ -121,6 +121,7 @@ void ArrayCore::swap_locked(ArrayCore& other) noexcept {
   std::swap(state_, other.state_);
   order_.swap(other.order_);
   std::swap(observers_, other.observers_);
+  std::swap(element_, other.element_);
   register_for_eviction();
   other.register_for_eviction();
   refresh_state();

@@ -17,11 +17,42 @@ void ArrayCore::refresh_state() noexcept {
   update_host_guard();
   refresh_readable();
   host_writable_ = state_.host_exclusive() && !order_.host_readers_pending();
+  refresh_element_windows();
   // Inside the window an append writes only bytes that no pending copy reads, and a truncation
   // clamps neither side's valid range.
   fast_floor_ = std::max(state_.resize_floor(), order_.host_read_end());
   fast_limit_ =
       buffers_.host != nullptr && state_.size() >= order_.host_read_end() ? buffers_.capacity : 0;
+}
+
+void ArrayCore::refresh_element_windows() noexcept {
+  std::uint64_t read = 0;
+  element_.write_first = 0;
+  element_.write_count = 0;
+  const std::size_t size = state_.size();
+  if (element_.hint < size && !state_.is_unwritten() && !host_writable_) {
+    const unsigned shift = placement_.storage.tile_shift;
+    const std::size_t tile = std::size_t{1} << shift;
+    // The whole tiles of `range`; the last tile of the array counts whole when `range` reaches
+    // the size (appends add bytes that the host holds).
+    const auto tiles_of = [&](ByteRange range) {
+      const std::size_t first = (range.begin + tile - 1) >> shift;
+      const std::size_t end = range.end == size ? (size + tile - 1) >> shift : range.end >> shift;
+      return ByteRange{first, std::max(first, end)};
+    };
+    const ByteRange readable = tiles_of(state_.range_around(
+        element_.hint, [](Holder holder) { return holds(holder, Side::host); }));
+    if (readable.end <= 0xffffffffU) {
+      read = (std::uint64_t{readable.begin} << 32) | readable.size();
+    }
+    if (!order_.host_readers_pending()) {
+      const ByteRange writable = tiles_of(state_.range_around(
+          element_.hint, [](Holder holder) { return holder == Holder::host; }));
+      element_.write_first = writable.begin;
+      element_.write_count = writable.size();
+    }
+  }
+  read_window_.store(read, std::memory_order_release);
 }
 
 void ArrayCore::note_view_state() noexcept {
@@ -31,7 +62,7 @@ void ArrayCore::note_view_state() noexcept {
     why = ViewChange::resized;
   } else if (view_address() != observers_.view_device) {
     why = ViewChange::reallocated;
-  } else if (!state_.device_whole()) {
+  } else if (device_lost_viewed_bytes()) {
     why = ViewChange::host_write;
   }
   if (why == ViewChange::none) return;
@@ -42,6 +73,24 @@ void ArrayCore::note_view_state() noexcept {
 void ArrayCore::start_views() noexcept {
   observers_.view_size = state_.size();
   observers_.view_device = view_address();
+  observers_.view_device_ranges = 0;
+  observers_.view_device_scattered = false;
+  state_.for_each_held(Side::device, state_.size(), [&](ByteRange range) {
+    if (observers_.view_device_ranges == observers_.view_device_held.size()) {
+      observers_.view_device_scattered = true;
+    } else {
+      observers_.view_device_held[observers_.view_device_ranges++] = range;
+    }
+  });
+}
+
+bool ArrayCore::device_lost_viewed_bytes() const noexcept {
+  // Scattered: a check that may call a current view stale, never the reverse.
+  if (observers_.view_device_scattered) return !state_.device_whole();
+  for (std::size_t i = 0; i < observers_.view_device_ranges; ++i) {
+    if (!state_.holds_range(Side::device, observers_.view_device_held[i])) return true;
+  }
+  return false;
 }
 
 void ArrayCore::update_host_guard() noexcept {

@@ -1,6 +1,7 @@
 /**
  * @file core/array_options.hpp
- * @brief `ArrayOptions`, `Allocator<T>` and `no_init`: the choices a SmartArray is made with.
+ * @brief `ArrayOptions`, `TileSize`, `Allocator<T>` and `no_init`: the choices a SmartArray is
+ *        made with.
  */
 #pragma once
 
@@ -12,10 +13,55 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <memory>
 #include <type_traits>
 
 namespace smartarray {
+
+/**
+ * @brief The tile of an array's element access (docs/residency.md): `operator[]`, `at()`,
+ *        `front()` and `back()` on a stale host copy fetch the tile that holds the element, and a
+ *        write marks only that tile stale on the device.
+ *
+ * A power of two from 4 KiB to 1 GiB; the default, 64 KiB, is where one copy's fixed cost and
+ * its transfer time meet on the GPU machine (a 64 KiB copy costs about twice a 4-byte one).
+ */
+class TileSize {
+ public:
+  /// @brief The smallest and largest tiles.
+  static constexpr std::size_t min_bytes = std::size_t{4} << 10;
+  static constexpr std::size_t max_bytes = std::size_t{1} << 30;  ///< @copydoc min_bytes
+  /// @brief The default tile, 64 KiB.
+  constexpr TileSize() noexcept = default;
+  /**
+   * @brief A tile of `bytes` bytes.
+   * @param bytes a power of two in [min_bytes, max_bytes].
+   * @throws std::invalid_argument naming `bytes` when it is not one.
+   */
+  constexpr explicit TileSize(std::size_t bytes) : shift_(shift_of(bytes)) {}
+  /// @brief The tile size in bytes.
+  [[nodiscard]] constexpr std::size_t bytes() const noexcept { return std::size_t{1} << shift_; }
+  /// @brief log2 of bytes().
+  [[nodiscard]] constexpr unsigned shift() const noexcept { return shift_; }
+  /// @brief Equal when the sizes are.
+  friend constexpr bool operator==(const TileSize&, const TileSize&) = default;
+
+ private:
+  static constexpr unsigned shift_of(std::size_t bytes) {
+    if (bytes < min_bytes || bytes > max_bytes || (bytes & (bytes - 1)) != 0) {
+      throw std::invalid_argument("TileSize(" + std::to_string(bytes) +
+                                  "): a tile must be a power of two from " +
+                                  std::to_string(min_bytes) + " to " +
+                                  std::to_string(max_bytes) + " bytes");
+    }
+    unsigned shift = 0;
+    while ((std::size_t{1} << shift) < bytes) ++shift;
+    return shift;
+  }
+  unsigned shift_ = 16;
+};
 
 /// @brief Per-array choices made at construction. An `Allocator<T>` names the same choices, and
 ///        converts to them, so every constructor that takes options also takes an allocator.
@@ -39,6 +85,8 @@ struct ArrayOptions {
   /// and the device each keep a read-only copy, so reads on both sides fault nothing, and a write
   /// invalidates the other copies. Ignored by the other modes.
   bool read_mostly = false;
+  /// The tile of element access on a stale host copy.
+  TileSize tile{};
 
   /// @brief Equal when every choice is the same (resources compare by address).
   friend constexpr bool operator==(const ArrayOptions&, const ArrayOptions&) = default;

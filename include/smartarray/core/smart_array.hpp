@@ -73,6 +73,9 @@ inline namespace SMARTARRAY_VIEW_ABI {
  * @tparam T a trivially copyable element type.
  */
 template <typename T>
+class Slice;
+
+template <typename T>
 class SmartArray {
   static_assert(std::is_trivially_copyable_v<T>, "SmartArray<T> needs a trivially copyable T");
   static_assert(!std::is_const_v<T> && !std::is_volatile_v<T>, "SmartArray<T> needs a plain T");
@@ -533,7 +536,7 @@ class SmartArray {
    */
   [[nodiscard]] reference operator[](detail::IndexAt i) {
     check_element(i, "operator[]");
-    if (!core_.host_writable()) [[unlikely]] acquire_host_at(Access::read_write, i.where);
+    if (!core_.host_writable()) [[unlikely]] write_element(i.index, i.where);
     return host_ptr()[i.index];
   }
   /**
@@ -543,7 +546,7 @@ class SmartArray {
    */
   [[nodiscard]] const_reference operator[](detail::IndexAt i) const {
     check_element(i, "operator[]");
-    if (!core_.host_readable()) [[unlikely]] acquire_host_at(Access::read, i.where);
+    if (!core_.host_readable()) [[unlikely]] read_element(i.index, i.where);
     return host_ptr()[i.index];
   }
   /**
@@ -708,6 +711,19 @@ class SmartArray {
     return {host_ptr(), size()};
   }
 
+  /**
+   * @brief The elements [first, first + count) as a `Slice` (core/slice.hpp): its host and device
+   *        views move only the bytes of that range that the side lacks.
+   * @param first the first element.
+   * @param count the number of elements.
+   * @throws std::out_of_range naming the range and the size when the range leaves the array.
+   */
+  [[nodiscard]] Slice<T> slice(size_type first, size_type count);
+  /// @brief A read-only slice of the elements [first, first + count) (see the writable overload).
+  /// @param first the first element.
+  /// @param count the number of elements.
+  [[nodiscard]] Slice<const T> slice(size_type first, size_type count) const;
+
   // --- device access --------------------------------------------------------------------------
 
   /**
@@ -836,6 +852,8 @@ class SmartArray {
 
  private:
   friend struct detail::ArrayFactory;
+  template <typename>
+  friend class Slice;
 
   [[nodiscard]] T* host_ptr() const noexcept { return reinterpret_cast<T*>(core_.host_data()); }
   [[nodiscard]] ArrayOptions options() const noexcept {
@@ -867,6 +885,18 @@ class SmartArray {
   /// store per `operator[]` in a loop.
   void acquire_host_at(Access access, smartarray::source_location where) const {
     acquire_host(access, std::nullopt, where);
+  }
+  /// The slow paths of element access: the element's tile, unless the window of tiles that the
+  /// last element access left covers it (see ArrayCore::acquire_element()).
+  void write_element(size_type i, smartarray::source_location where) {
+    const std::size_t offset = i * sizeof(T);
+    if (core_.element_writable(offset, offset + sizeof(T) - 1)) return;
+    core_.acquire_element(Access::read_write, offset, sizeof(T), where, false);
+  }
+  void read_element(size_type i, smartarray::source_location where) const {
+    const std::size_t offset = i * sizeof(T);
+    if (core_.element_readable(offset, offset + sizeof(T) - 1)) return;
+    core_.acquire_element(Access::read, offset, sizeof(T), where, read_checked(Access::read));
   }
   /// The host data for `access`, acquired for the call at `where` unless already in that state.
   T* host_data(Access access, smartarray::source_location where) {
@@ -1116,3 +1146,5 @@ typename SmartArray<T>::size_type erase(
 }
 
 }  // namespace smartarray
+
+#include <smartarray/core/slice.hpp>

@@ -100,6 +100,8 @@ class DeviceView {
   friend class DeviceView;
   template <typename>
   friend class SmartArray;
+  template <typename>
+  friend class Slice;
 
   SMARTARRAY_HOST_DEVICE constexpr DeviceView(T* data, size_type size,
                                               [[maybe_unused]] detail::ViewStamp stamp) noexcept

@@ -37,6 +37,7 @@
 #include <smartarray/config.hpp>
 #include <smartarray/memory/memory_resource.hpp>
 #include <smartarray/memory/memory_mode.hpp>
+#include <smartarray/core/array_options.hpp>
 #include <smartarray/diagnostics/observability.hpp>
 #include <smartarray/core/residency.hpp>
 #include <smartarray/runtime/stream.hpp>
@@ -46,6 +47,7 @@
 #include <smartarray/core/detail/stream_order.hpp>
 #include <smartarray/diagnostics/detail/view_registry.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -76,8 +78,12 @@ struct StorageOptions {
   bool require_pinned = false;
   /// Managed mode only: advise the driver that the data is read mostly.
   bool read_mostly = false;
+  /// log2 of the tile size of element access.
+  std::uint8_t tile_shift = static_cast<std::uint8_t>(TileSize{}.shift());
   friend bool operator==(const StorageOptions&, const StorageOptions&) = default;
 };
+/// Element access reads ahead after this many misses on consecutive tiles.
+inline constexpr unsigned readahead_after_misses = 3;
 
 /// The resources an array was given: nullptr means the default one, which the array takes when it
 /// first allocates (so that a default-constructed array touches nothing until it is used).
@@ -176,6 +182,37 @@ class ArrayCore {
   /// logic_error (naming `where`) and changes nothing. The range is the whole array.
   std::byte* acquire(Side side, Access access, std::optional<StreamRef> stream,
                      const smartarray::source_location& where, bool require_written = false);
+  /// acquire() of the bytes `range` only (inside [0, size)): copies only what `side` lacks there,
+  /// and a writer marks only `range` stale on the other side. Returns the side's whole buffer.
+  std::byte* acquire_range(Side side, Access access, ByteRange range,
+                           std::optional<StreamRef> stream,
+                           const smartarray::source_location& where, bool require_written = false);
+  /// Host element access (read or read_write) of the `bytes` bytes at `offset`, when the fast
+  /// checks failed: makes the tiles that hold them valid on the host, after a run of misses on
+  /// consecutive tiles everything ahead in the direction of the run (readahead), and for
+  /// read_write marks only those tiles stale on the device.
+  void acquire_element(Access access, std::size_t offset, std::size_t bytes,
+                       const smartarray::source_location& where, bool require_written);
+  /// The host holds the tiles of the element at `offset` (whose last byte is at `last`): a const
+  /// element access needs no acquire. Any thread.
+  [[nodiscard]] bool element_readable(std::size_t offset, std::size_t last) const noexcept {
+    const std::uint64_t window = read_window_.load(std::memory_order_acquire);
+    const std::uint64_t first = window >> 32;
+    const std::uint64_t count = window & 0xffffffffU;
+    const unsigned shift = placement_.storage.tile_shift;
+    return (offset >> shift) - first < count && (last >> shift) - first < count;
+  }
+  /// The host alone holds the tiles of the element at `offset` and no copy reads them: a
+  /// non-const element access changes nothing.
+  [[nodiscard]] bool element_writable(std::size_t offset, std::size_t last) const noexcept {
+    const unsigned shift = placement_.storage.tile_shift;
+    return (offset >> shift) - element_.write_first < element_.write_count &&
+           (last >> shift) - element_.write_first < element_.write_count;
+  }
+  /// The tile size of element access, in bytes.
+  [[nodiscard]] std::size_t tile_bytes() const noexcept {
+    return std::size_t{1} << placement_.storage.tile_shift;
+  }
   /// acquire() of the host side.
   std::byte* acquire_host(Access access, std::optional<StreamRef> stream,
                           const smartarray::source_location& where, bool require_written = false) {
@@ -379,6 +416,8 @@ class ArrayCore {
   void drop_host_guard() noexcept;
   /// Records the state that the device views handed out from now on are made with.
   void start_views() noexcept;
+  /// The device no longer holds bytes that it held when the current views were made.
+  [[nodiscard]] bool device_lost_viewed_bytes() const noexcept;
   /// The address device views point at (the host buffer in mapped and managed modes).
   [[nodiscard]] const std::byte* view_address() const noexcept {
     return one_buffer() ? buffers_.host : buffers_.device;
@@ -395,6 +434,12 @@ class ArrayCore {
   void touch() noexcept;
   std::byte* append_locked(std::size_t new_size);
   void truncate_locked(std::size_t new_size) noexcept;
+  /// The host acquire of `range` (see acquire_range()).
+  std::byte* acquire_host_range(Access access, ByteRange range, std::optional<StreamRef> stream,
+                                const smartarray::source_location& where);
+  /// The element windows (element_readable(), element_writable()) around the last element
+  /// accessed.
+  void refresh_element_windows() noexcept;
   /// Allocates the host buffer at the capacity when there is none yet.
   void ensure_host_buffer();
   std::byte* allocate_host(std::size_t bytes, bool& pageable);
@@ -413,10 +458,12 @@ class ArrayCore {
   /// device copy is whole, the stream already has that access, and the views are current.
   [[nodiscard]] bool device_current_for(Access access, StreamRef stream) const noexcept;
   /// The device acquire's preparation and ordering around its plan (see acquire()).
-  std::byte* acquire_device_locked(Access access, StreamRef stream,
+  std::byte* acquire_device_locked(Access access, ByteRange range, StreamRef stream,
                                    const smartarray::source_location& where);
-  std::byte* acquire_host_locked(Access access, std::optional<StreamRef> stream,
-                                 const smartarray::source_location& where);
+  /// acquire() and acquire_range() under their transaction.
+  std::byte* acquire_locked(Transaction& transaction, Side side, Access access, ByteRange range,
+                            std::optional<StreamRef> stream,
+                            const smartarray::source_location& where, bool require_written);
   void release_device_buffer() noexcept;
   void release_all() noexcept;
 
@@ -428,6 +475,20 @@ class ArrayCore {
   std::size_t fast_floor_ = 0;
   std::size_t fast_limit_ = 0;
   std::atomic<bool> host_readable_{true};
+  /// Element access (see acquire_element()): the tiles of the const fast path ([first, first +
+  /// count) packed as first << 32 | count, for lock-free readers), those of the non-const one,
+  /// the byte of the last element acquired (SIZE_MAX: none), and the run of misses on
+  /// consecutive tiles (its last tile, its length, and +1 or -1 for its direction).
+  std::atomic<std::uint64_t> read_window_{0};
+  struct ElementAccess {
+    std::size_t write_first = 0;
+    std::size_t write_count = 0;
+    std::size_t hint = static_cast<std::size_t>(-1);
+    std::size_t miss_tile = 0;
+    unsigned miss_run = 0;
+    int miss_step = 0;
+  };
+  ElementAccess element_{};
   /// Written only by this array's own operations (const ones under the lock), which cannot run
   /// concurrently with a non-const host access, and never by eviction on another thread: eviction
   /// only ever makes the host copy more valid, so a flag it leaves false sends the next access to
@@ -445,6 +506,11 @@ class ArrayCore {
     std::uint32_t view_slot = 0;
     std::size_t view_size = 0;
     const std::byte* view_device = nullptr;
+    /// The bytes the device held when the current views were made (up to four ranges; with more,
+    /// `view_device_scattered`, and any byte the device lacks later counts as lost).
+    std::array<ByteRange, 4> view_device_held{};
+    std::uint8_t view_device_ranges = 0;
+    bool view_device_scattered = false;
     GuardedPages guarded{};
     const std::byte* guarded_host = nullptr;
     std::size_t guarded_stale = 0;

@@ -26,7 +26,8 @@ namespace detail {
           .pinned_flags = (options.portable ? unsigned{pinned_portable} : 0U) |
                           (options.write_combined ? unsigned{pinned_write_combined} : 0U),
           .require_pinned = options.require_pinned,
-          .read_mostly = options.read_mostly};
+          .read_mostly = options.read_mostly,
+          .tile_shift = static_cast<std::uint8_t>(options.tile.shift())};
 }
 /// The resources of `options` (nullptr: the default).
 [[nodiscard]] constexpr ResourceChoice resource_choice(const ArrayOptions& options) noexcept {
@@ -41,7 +42,8 @@ namespace detail {
           .portable = (storage.pinned_flags & unsigned{pinned_portable}) != 0,
           .write_combined = (storage.pinned_flags & unsigned{pinned_write_combined}) != 0,
           .require_pinned = storage.require_pinned,
-          .read_mostly = storage.read_mostly};
+          .read_mostly = storage.read_mostly,
+          .tile = TileSize(std::size_t{1} << storage.tile_shift)};
 }
 
 /// Builds the device-only and wrapping arrays of numba.hpp, which need the core.
