@@ -58,12 +58,12 @@ class Slice {
       : array_(std::addressof(array)), first_(first), count_(count) {
     check_range();
   }
-  /// @brief A read-only slice of the same range.
-  operator Slice<const value_type>() const noexcept  // NOLINT(google-explicit-constructor)
-    requires(!std::is_const_v<T>)
-  {
-    return Slice<const value_type>(*array_, first_, count_, detail::UncheckedRange{});
-  }
+  /// @brief A writable slice converts to a read-only one of the same range.
+  /// @param other the writable slice.
+  template <typename U>
+    requires(std::is_same_v<const U, T> && !std::is_const_v<U>)
+  Slice(const Slice<U>& other) noexcept  // NOLINT(google-explicit-constructor)
+      : array_(other.array_), first_(other.first_), count_(other.count_) {}
 
   /// @brief The number of elements.
   [[nodiscard]] constexpr size_type size() const noexcept { return count_; }
