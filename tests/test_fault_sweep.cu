@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <iostream>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -396,6 +397,55 @@ void host_views(Run& run) {
   run.finish();
 }
 
+/// v[i] = v[i] * 2 + 1 on the device.
+void scale_view(sa::DeviceView<float> v) {
+  sa::for_each_index(v.size(), [v] SMARTARRAY_HOST_DEVICE(std::size_t i) { v[i] = v[i] * 2 + 1; });
+}
+
+void slices_and_elements(Run& run) {
+  // Three tiles and a bit, so that element access and slices move parts of the array.
+  constexpr std::size_t per_tile = sa::TileSize{}.bytes() / sizeof(float);
+  constexpr std::size_t big = 3 * per_tile + 100;
+  const auto values = random_values<float>(big);
+  const float fill = random_value<float>();
+  SmartArray<float> a(values);
+  std::vector<float> model = values;
+  run.watch("a", a, model);
+  const auto scale_model = [&](std::size_t first, std::size_t count) {
+    for (std::size_t i = first; i < first + count; ++i) model[i] = model[i] * 2 + 1;
+  };
+  run.step("kernel read_write", [&] { scale_on_device(a); }, [&] { scale_model(0, big); });
+  run.step("const element read of a stale tile",
+           [&] { (void)std::as_const(a)[per_tile + 5]; });
+  run.step("non-const element write of a stale tile", [&] { a[2 * per_tile + 1] = 6.5F; },
+           [&] { model[2 * per_tile + 1] = 6.5F; });
+  run.step(
+      "slice device read_write",
+      [&] { scale_view(a.slice(per_tile - 50, 100).device_view(Access::read_write)); },
+      [&] { scale_model(per_tile - 50, 100); });
+  run.step("slice host read",
+           [&] { (void)std::as_const(a).slice(per_tile - 60, 200).host_view(); });
+  run.step("slice device discard",
+           [&] { sa::test::fill_view(a.slice(10, 30).device_view(Access::discard), fill); },
+           [&] { std::fill(model.begin() + 10, model.begin() + 40, fill); });
+  run.step(
+      "slice host write",
+      [&] {
+        for (float& x : a.slice(big - 20, 20).host_view()) x += 1.0F;
+      },
+      [&] {
+        for (std::size_t i = big - 20; i < big; ++i) model[i] += 1.0F;
+      });
+  run.step("kernel read_write after partial writes", [&] { scale_on_device(a); },
+           [&] { scale_model(0, big); });
+  run.step("sequential element reads (readahead)", [&] {
+    float sum = 0;
+    for (std::size_t i = 0; i < big; ++i) sum += std::as_const(a)[i];
+    EXPECT_EQ(sum, std::accumulate(model.begin(), model.end(), 0.0F));
+  });
+  run.finish();
+}
+
 void two_streams(Run& run) {
   const sa::StreamRef first = streams().first;
   const sa::StreamRef second = streams().second;
@@ -431,3 +481,6 @@ TEST(FaultSweep, CopyConstructionAndAssignment) { sweep("copy construction", cop
 TEST(FaultSweep, DeviceViews) { sweep("device views", device_views); }
 TEST(FaultSweep, HostViewsAfterDeviceWrites) { sweep("host views", host_views); }
 TEST(FaultSweep, TwoStreams) { sweep("two streams", two_streams); }
+TEST(FaultSweep, SlicesAndElementAccess) {
+  sweep("slices and element access", slices_and_elements);
+}
