@@ -114,7 +114,7 @@ if [ "${tests}" -eq 1 ]; then
       [ -x "$f" ] || continue
       log="${out}/$(basename "$f").${backend}.log"
       SMARTARRAY_BACKEND=${backend} SMARTARRAY_DIFF_SEQUENCES=20000 SMARTARRAY_PROPERTY_OPS=500000 \
-        "$f" > "${log}" 2>&1 || status=1
+        SMARTARRAY_RANGE_PROPERTY_OPS=1000000 "$f" > "${log}" 2>&1 || status=1
       p=$(grep -oE '\[  PASSED  \] [0-9]+' "${log}" | grep -oE '[0-9]+$' || echo 0)
       fl=$(grep -oE '\[  FAILED  \] [0-9]+ test' "${log}" | grep -oE '[0-9]+' || echo 0)
       s=$(grep -oE '\[  SKIPPED \] [0-9]+' "${log}" | grep -oE '[0-9]+$' || echo 0)
@@ -124,7 +124,8 @@ if [ "${tests}" -eq 1 ]; then
     echo "gtest ${backend}: ${passed} passed, ${failed} failed, ${skipped} skipped" | tee -a "${out}/summary.txt"
   done
   grep -h "fault sweep:" "${out}"/test_fault_sweep.*.log >> "${out}/summary.txt" 2>/dev/null
-  grep -h "property test:" "${out}"/test_property.*.log >> "${out}/summary.txt" 2>/dev/null
+  grep -h "property test:" "${out}"/test_property.*.log "${out}"/test_range_property.*.log \
+    >> "${out}/summary.txt" 2>/dev/null
   ctest --test-dir "${build}" --output-on-failure -j 4 -R "example|_latency|compile_fail" \
     > "${out}/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed" "${out}/ctest.log" | sed 's/^/ctest (examples, latency, compile-fail): /' |
