@@ -6,12 +6,14 @@
 
 RESULTS_DIR (default benchmarks/results) holds what `scripts/gpu_check.sh --results DIR` writes:
 one Google Benchmark JSON per binary (bench_<name>.json) and the interleaved repetitions of
-scripts/bench_targets.sh (targets_pipelines.json, targets_modes.json). The template (default
-docs/benchmarks.md.in) is the document's prose; each line `@@key@@` in it is replaced by generated
-tables: `targets` (every target with its latest figure), `bench_<name>` (that binary's tables),
-`targets_interleaved` and `other` (binaries the template does not name). Above each table set
-goes the provenance that the binary recorded in its JSON context (bench_main.hpp); a JSON written
-before provenance was recorded reads "provenance: not recorded (older run)".
+scripts/bench_targets.sh (targets_pipelines.json, targets_modes.json, targets_partial.json). The
+template (default
+docs/benchmarks.md.in) is the document's prose; each line `@@key@@` in it is replaced by
+generated tables: `targets` (every target with its latest figure), `bench_<name>` (that binary's
+tables), `targets_interleaved` and `other` (binaries the template does not name). Above each table
+set goes the provenance that the binary recorded in its JSON context (bench_main.hpp); a JSON
+written before provenance was recorded reads "provenance: not recorded (older run)".
+--provenance prints each JSON's provenance, --targets that and the targets table; neither writes.
 
 Plots (docs/img/*.png) need matplotlib; without it the tables are written, the plots skipped.
 Reads JSON from Google Benchmark 1.6 to 1.9 (failed or skipped runs as `error_occurred` /
@@ -32,6 +34,8 @@ PIPELINE_CONTENDERS = ["naive", "explicit", "smartarray", "managed_prefetch", "m
 PIPELINE_WORKLOADS = ["add", "gaussian", "polar", "chain10", "iterative"]
 MODE_CONTENDERS = ["explicit", "pinned_memcpy", "pageable", "pageable_memcpy", "managed_prefetch",
                    "managed_on_demand", "mapped"]
+# bench_partial's workloads and their targets: smartarray / explicit at most this.
+PARTIAL_TARGETS = {"scalar_read": 1.2, "boundary_update": 1.2, "slice_read": 1.2, "range_for": 1.05}
 # The provenance keys written by benchmarks/bench_main.cpp.
 PROVENANCE_KEYS = ["git_commit", "smartarray_version", "build_type", "backend", "gpu_name",
                    "gpu_compute_capability", "gpu_driver", "cuda_driver", "cuda_runtime",
@@ -278,10 +282,11 @@ MODE_PAIRS = [("explicit", "pinned_memcpy", "explicit / pinned_memcpy (target <=
 
 def interleaved_section(results):
     pipelines, modes = results.get("targets_pipelines"), results.get("targets_modes")
-    present = [r for r in (pipelines, modes) if r]
+    partial = results.get("targets_partial")
+    present = [r for r in (pipelines, modes, partial) if r]
     if not present:
         return ["_No interleaved repetitions in the results (targets_pipelines.json, "
-                "targets_modes.json)._", ""]
+                "targets_modes.json, targets_partial.json)._", ""]
     out = provenance_block(present)
     if pipelines:
         times = repetitions(pipelines, r"BM_(\w+)/(\w+)/(\d+)", us)
@@ -326,7 +331,78 @@ def interleaved_section(results):
         out += table(["workload", "n"] + [label for _, _, label in MODE_PAIRS], rows,
                      ["---", "---:"] + ["---:"] * len(MODE_PAIRS))
         out += not_run_lines(modes.runs)
+    if partial:
+        times = partial_repetitions(partial)
+        rows = []
+        for w, n in partial_keys(times):
+            e, sm = times.get((w, "explicit", str(n)), []), times.get((w, "smartarray", str(n)), [])
+            if e and sm:
+                rows.append([w, fmt_n(n), f"{median(e):.1f}", f"{median(sm):.1f}", ratio_cell(sm, e),
+                             f"<= {PARTIAL_TARGETS[w]}x", min(len(e), len(sm))])
+        out += ["### Partial residency: SmartArray against explicit (`bench_partial`)", ""]
+        out += table(["workload", "n", "explicit", "smartarray", "smartarray/explicit", "target",
+                      "repetitions"], rows, ["---", "---:", "---:", "---:", "---:", "---:", "---:"])
+        out += not_run_lines(partial.runs)
     return out
+
+
+def partial_repetitions(result):
+    """(workload, contender, n) -> the per-repetition times (us) of bench_partial's contenders."""
+    return repetitions(result, r"BM_(\w+)/(explicit|smartarray)/(\d+)", us)
+
+
+def partial_keys(runs_by_key):
+    """The (workload, n) of bench_partial's target workloads in `runs_by_key`, in table order."""
+    order = {w: i for i, w in enumerate(PARTIAL_TARGETS)}
+    return sorted({(w, int(n)) for w, _, n in runs_by_key if w in order},
+                  key=lambda k: (order[k[0]], k[1]))
+
+
+def copies_cell(run):
+    """The copies per call of a bench_partial run, as "H2D 2 (102,400 B)" and "D2H ..."."""
+    parts = []
+    for label, side in (("H2D", "h2d"), ("D2H", "d2h")):
+        count, size = run.get(f"{side}_per_call", 0), run.get(f"{side}_bytes_per_call", 0)
+        if count:
+            parts.append(f"{label} {count:.0f} ({size:,.0f} B)")
+    return ", ".join(parts) or "none"
+
+
+def partial_section(result):
+    runs = {}  # (workload, contender, n) -> run
+    latency = {}  # bytes -> run
+    for r in result.runs:
+        if skip_message(r):
+            continue
+        m = re.match(r"BM_(\w+)/(explicit|smartarray)/(\d+)", r["name"])
+        if m:
+            runs[m.groups()] = r
+        m = re.match(r"BM_copy_latency/(\d+)", r["name"])
+        if m:
+            latency[int(m.group(1))] = r
+    out = provenance_block([result])
+    rows = []
+    for w, n in partial_keys(runs):
+        e, sm = runs.get((w, "explicit", str(n))), runs.get((w, "smartarray", str(n)))
+        ratio = us(sm) / us(e) if e and sm else None
+        rows.append([w, fmt_n(n), f"{us(e):.1f}" if e else "-", f"{us(sm):.1f}" if sm else "-",
+                     (f"{ratio:.3f}x" if ratio <= PARTIAL_TARGETS[w] else f"**{ratio:.3f}x**")
+                     if ratio else "-", f"<= {PARTIAL_TARGETS[w]}x",
+                     copies_cell(e) if e else "-", copies_cell(sm) if sm else "-"])
+    if rows:
+        out += ["**SmartArray against explicit copies** (wall time per call in us; copies per call "
+                "each way, with their bytes)", ""]
+        out += table(["workload", "n", "explicit", "smartarray", "smartarray/explicit", "target",
+                      "explicit copies", "smartarray copies"], rows,
+                     ["---", "---:", "---:", "---:", "---:", "---:", "---", "---"])
+    if latency:
+        smallest = us(latency[min(latency)])
+        rows = [[fmt_n(b), f"{us(r):.2f}", f"{r.get('bytes_per_second', 0) / 1e9:.3g}",
+                 f"{us(r) / smallest:.2f}x"] for b, r in sorted(latency.items())]
+        out += [f"**copy_latency**: one D2H copy into pinned memory and a synchronize (time per "
+                f"copy against the {fmt_n(min(latency))}-byte copy's)", ""]
+        out += table(["bytes", "us per copy", "GB/s", "time / smallest copy"], rows)
+    return out + not_run_lines(result.runs)
 
 
 def modes_section(result):
@@ -694,6 +770,33 @@ def headline_bandwidth(res):
     return ", ".join(cells), ok, f"{source_name}.json ({kind})"
 
 
+def partial_times(res):
+    if res.get("targets_partial"):
+        return partial_repetitions(res["targets_partial"]), "targets_partial.json (interleaved medians)"
+    if res.get("bench_partial"):
+        return partial_repetitions(res["bench_partial"]), "bench_partial.json (one run)"
+    return None, None
+
+
+def partial_ratio(res, workload):
+    """smartarray / explicit of bench_partial's `workload` at each size, against its target."""
+    times, source = partial_times(res)
+    if not times:
+        return None
+    limit, cells, ok = PARTIAL_TARGETS[workload], [], True
+    for w, n in partial_keys(times):
+        e, sm = times.get((w, "explicit", str(n))), times.get((w, "smartarray", str(n)))
+        if w != workload or not e or not sm:
+            continue
+        ratio = median(sm) / median(e)
+        ok = ok and ratio <= limit
+        cells.append((n, f"{ratio:.3f}x" if ratio <= limit else f"**{ratio:.3f}x**"))
+    if not cells:
+        return None
+    return (" / ".join(c for _, c in cells) + " (" + " / ".join(short_n(n) for n, _ in cells) + ")",
+            ok, source)
+
+
 def headline_copies(res):
     p = res.get("bench_pipelines")
     if not p:
@@ -735,6 +838,14 @@ TARGETS = [
     Target("headline", "migration bandwidth >= 95% of pinned `cudaMemcpy` at >= 16 MiB",
            headline_bandwidth),
     Target("headline", "chain of 10 kernels: 1 H2D and 1 D2H per array", headline_copies),
+    Target("partial", "host read of one element of a device-written array <= 1.2x a 4-byte copy",
+           lambda r: partial_ratio(r, "scalar_read")),
+    Target("partial", "host write of 32 elements at each end, then a kernel, <= 1.2x two "
+           "128-byte copies", lambda r: partial_ratio(r, "boundary_update")),
+    Target("partial", "host read of a 1000-element slice <= 1.2x one 4000-byte copy",
+           lambda r: partial_ratio(r, "slice_read")),
+    Target("partial", "range-for over a device-written array <= 1.05x a full copy and the same "
+           "loop", lambda r: partial_ratio(r, "range_for")),
 ]
 
 
@@ -766,7 +877,7 @@ def targets_section(results, where):
 
 SECTIONS = {"bench_pipelines": None, "bench_modes": modes_section,
             "bench_adapters": adapters_section, "bench_pool": pool_section,
-            "bench_vector": vector_section}
+            "bench_vector": vector_section, "bench_partial": partial_section}
 
 
 def main():
@@ -778,6 +889,8 @@ def main():
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument("--provenance", action="store_true",
                         help="only print each JSON's provenance; write nothing")
+    parser.add_argument("--targets", action="store_true",
+                        help="print each JSON's provenance and the targets table; write nothing")
     args = parser.parse_args()
     results_dir, output = pathlib.Path(args.results), pathlib.Path(args.output)
     img_dir = pathlib.Path(args.img_dir) if args.img_dir else output.parent / "img"
@@ -789,14 +902,16 @@ def main():
     results = {f.stem: Result(f) for f in files}
     for name, r in results.items():
         print(f"{r.path.name}: {provenance_text(r.context)}")
-    if args.provenance:
-        return
-    plots = Plots(img_dir, not args.no_plots)
-
     try:
         where = results_dir.resolve().relative_to(ROOT).as_posix()
     except ValueError:
         where = str(results_dir)
+    if args.targets:
+        print("\n".join(targets_section(results, where)))
+    if args.provenance or args.targets:
+        return
+    plots = Plots(img_dir, not args.no_plots)
+
     generated = {"targets": targets_section(results, where),
                  "targets_interleaved": interleaved_section(results)}
     for name, section in SECTIONS.items():

@@ -3,8 +3,8 @@
 # compares run as repetitions in random interleaved order (Google Benchmark's
 # --benchmark_enable_random_interleaving), so that a slow change of the machine (clocks, the VM's
 # neighbours) falls on both sides of each ratio instead of on whichever benchmark ran last.
-# Writes ${OUT_DIR}/targets_pipelines.json and targets_modes.json (with the provenance of
-# bench_main.hpp), and the console output of each next to them or in ${LOG_DIR};
+# Writes ${OUT_DIR}/targets_pipelines.json, targets_modes.json and targets_partial.json (with the
+# provenance of bench_main.hpp), and the console output of each next to them or in ${LOG_DIR};
 # scripts/bench_report.py reports the median of each contender's repetitions and the ratios of the
 # medians. scripts/gpu_check.sh runs it after the benchmarks.
 #   bash scripts/bench_targets.sh [BUILD_DIR]      (default build-gpu; run on a GPU machine)
@@ -31,4 +31,7 @@ run() {  # binary, filter, json name
 run bench_pipelines '^BM_((add|gaussian|polar|chain10|iterative)/(explicit|smartarray)|bandwidth/(smartarray|pinned_memcpy))/' targets_pipelines
 # issue 6: explicit against pinned, pageable against pageable memcpy, managed prefetch against on demand.
 run bench_modes '/(explicit|pinned_memcpy|pageable|pageable_memcpy|managed_prefetch|managed_on_demand)/' targets_modes
+# Partial residency: smartarray against explicit when the host reads or writes part of an array
+# that the device works on (bench_partial; copy_latency has no target).
+run bench_partial '^BM_(scalar_read|boundary_update|slice_read|range_for)/' targets_partial
 exit ${status}

@@ -9,9 +9,9 @@
 # `--no-bench` then `--no-tests` (which builds only the benchmarks if the build is not there).
 # --results DIR (default gpu-out/results) receives the canonical result set and nothing else: one
 #   JSON per benchmark binary (bench_<name>.json) and the interleaved targets
-#   (targets_pipelines.json, targets_modes.json), each with its provenance (bench_main.hpp). Copy
-#   it as is into benchmarks/results/ and run scripts/bench_report.py. It is also copied to
-#   $OUT/results. --bench-filter makes it a partial set.
+#   (targets_pipelines.json, targets_modes.json, targets_partial.json), each with its provenance
+#   (bench_main.hpp). Copy it as is into benchmarks/results/ and run scripts/bench_report.py. It
+#   is also copied to $OUT/results. --bench-filter makes it a partial set.
 # --sanitize also runs compute-sanitizer's memcheck, racecheck, synccheck and initcheck over the
 #   tests and examples (scripts/compute_sanitizer.sh) and fails the call on any error.
 # --python builds the Python package into build-py/gpu-venv over $PYTHON (default
@@ -167,7 +167,8 @@ if [ "${bench}" -eq 1 ]; then
     status=1
   echo "targets: $((SECONDS - start)) s; results in ${results}/ (copy into benchmarks/results/)" |
     tee -a "${out}/summary.txt"
-  python3 scripts/bench_report.py "${results}" --provenance 2>&1 | tee -a "${out}/summary.txt"
+  # Each JSON's provenance and every target with its figure and whether it is met.
+  python3 scripts/bench_report.py "${results}" --targets 2>&1 | tee -a "${out}/summary.txt"
   pack
 fi
 

@@ -4,7 +4,11 @@
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/upstream_resources.hpp>
 
+#include <smartarray/runtime/detail/runtime.hpp>
+
 #include <atomic>
+#include <cstdlib>
+#include <string>
 
 namespace smartarray {
 namespace {
@@ -33,10 +37,27 @@ struct PooledStack {
   StatisticsAdaptor statistics{pool};
 };
 
+/// SMARTARRAY_DEVICE_BUDGET: bytes, or a number followed by K, M or G; none when unset.
+std::optional<std::size_t> budget_from_environment() {
+  const char* text = std::getenv("SMARTARRAY_DEVICE_BUDGET");
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  char* end = nullptr;
+  const unsigned long long number = std::strtoull(text, &end, 10);
+  const std::string suffix(end);
+  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+  SMARTARRAY_EXPECTS(end != text && shift >= 0 && number > 0, logic_error,
+                     "SMARTARRAY_DEVICE_BUDGET='", text,
+                     "' is not a size: give bytes, or a number followed by K, M or G");
+  return static_cast<std::size_t>(number) << shift;
+}
+
 PooledStack<DeviceMemoryResource>& device_stack() {
   // Chunks double with the pool up to 1 GiB: few cudaMalloc calls, little idle memory.
-  static auto* stack =
-      new PooledStack<DeviceMemoryResource>(pool_options(1024 * mebibyte, "device pool"));
+  static auto* stack = [] {
+    PoolOptions options = pool_options(1024 * mebibyte, "device pool");
+    options.maximum_size = budget_from_environment();
+    return new PooledStack<DeviceMemoryResource>(std::move(options));
+  }();
   return *stack;
 }
 
@@ -56,6 +77,20 @@ std::atomic<MemoryResource*> pinned_override{nullptr};
 PoolResource& default_device_pool(int device) {
   check_device(device);
   return device_stack().pool;
+}
+
+std::size_t device_budget(int device) {
+  check_device(device);
+  if (const std::optional<std::size_t> limit = device_stack().pool.maximum_size()) return *limit;
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  detail::runtime().memory_info(free_bytes, total_bytes);
+  return total_bytes;
+}
+
+void set_device_budget(std::optional<std::size_t> bytes, int device) {
+  check_device(device);
+  device_stack().pool.set_maximum_size(bytes);
 }
 
 PoolResource& default_pinned_pool(int device) {

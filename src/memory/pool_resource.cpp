@@ -163,7 +163,8 @@ struct PoolResource::State {
   State(MemoryResource& upstream_resource, PoolOptions pool_options)
       : upstream(upstream_resource),
         options(normalized(std::move(pool_options))),
-        allocate_what(options.name + " allocate") {}
+        allocate_what(options.name + " allocate"),
+        limit(options.maximum_size) {}
 
   MemoryResource& upstream;
   const PoolOptions options;
@@ -183,6 +184,8 @@ struct PoolResource::State {
   std::uint64_t upstream_allocations = 0;
   std::uint64_t upstream_releases = 0;
   std::uint64_t releases = 0;         ///< numbers the releases, for `Block::release`
+  /// The hard limit now (set_maximum_size() changes it; options.maximum_size is the one built).
+  std::optional<std::size_t> limit;
   /// The runtime's subscription that forgets streams here (set once, at construction).
   std::uint64_t forgotten_streams = 0;
   std::array<SizeStack, cached_block_max / granularity> cached{};  ///< by size / granularity - 1
@@ -447,15 +450,15 @@ struct PoolResource::State {
   /// Grows by one step (as large as the pool, within the chunk sizes and the limit), or by `size`
   /// alone when the step cannot be had. False when neither can.
   bool grow_locked(std::size_t size) {
-    const std::size_t limit = options.maximum_size.value_or(no_limit);
-    if (size > limit - reserved) {
+    const std::size_t ceiling = limit.value_or(no_limit);
+    if (size > ceiling - reserved) {
       last_upstream_failure =
-          detail::concat("the maximum size of ", format_bytes(limit), " would be exceeded");
+          detail::concat("the maximum size of ", format_bytes(ceiling), " would be exceeded");
       return false;
     }
     const std::size_t step =
         std::min(std::max({size, options.chunk_size, std::min(reserved, options.max_chunk_size)}),
-                 limit - reserved);
+                 ceiling - reserved);
     for (const std::size_t bytes : {step, size}) {
       try {
         add_chunk_locked(upstream.allocate_sync(bytes), bytes);
@@ -551,7 +554,7 @@ struct PoolResource::State {
     message += detail::concat(": out of memory; in use ", format_bytes(in_use), ", reserved ",
                               format_bytes(reserved), ", largest free block ",
                               format_bytes(largest_free_locked()));
-    if (options.maximum_size) message += ", limit " + format_bytes(*options.maximum_size);
+    if (limit) message += ", limit " + format_bytes(*limit);
     if (!last_upstream_failure.empty()) message += "; growth failed: " + last_upstream_failure;
     return message;
   }
@@ -620,6 +623,16 @@ PoolResource::~PoolResource() {
 MemoryKind PoolResource::kind() const noexcept { return state_->upstream.kind(); }
 MemoryResource& PoolResource::upstream() const noexcept { return state_->upstream; }
 const PoolOptions& PoolResource::options() const noexcept { return state_->options; }
+
+std::optional<std::size_t> PoolResource::maximum_size() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->limit;
+}
+
+void PoolResource::set_maximum_size(std::optional<std::size_t> bytes) {
+  const std::lock_guard lock(state_->mutex);
+  state_->limit = bytes ? std::optional<std::size_t>(round_down(*bytes)) : std::nullopt;
+}
 
 void* PoolResource::do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment,
                                 bool host) {

@@ -23,6 +23,9 @@
 #include <smartarray/memory/pool_resource.hpp>
 #include <smartarray/memory/statistics_adaptor.hpp>
 
+#include <cstddef>
+#include <optional>
+
 namespace smartarray {
 
 /**
@@ -31,6 +34,28 @@ namespace smartarray {
  * @throws logic_error for an ordinal other than 0.
  */
 [[nodiscard]] PoolResource& default_device_pool(int device = 0);
+
+/**
+ * @brief The device budget: the most memory the built-in device pool may hold (its maximum size),
+ *        or, when none was set, the device's total memory.
+ *
+ * `transform`, `map`, `reduce`, `fill` and `copy` run a call whose arrays need more device
+ * memory than this in chunks (docs/residency.md); `launch` refuses such a call with
+ * `out_of_memory`. `SMARTARRAY_DEVICE_BUDGET` sets it when the pool is built: a number of bytes,
+ * or one followed by K, M or G (powers of 1024). On the host backend the device's memory is
+ * `SMARTARRAY_HOST_DEVICE_MEMORY`.
+ * @param device the device ordinal.
+ * @throws logic_error for an ordinal other than 0, or when SMARTARRAY_DEVICE_BUDGET is not a size.
+ */
+[[nodiscard]] std::size_t device_budget(int device = 0);
+/**
+ * @brief Sets the device budget: the maximum size of the built-in device pool. Memory it holds
+ *        above a lowered budget stays until trimmed or evicted; the pool only stops growing.
+ * @param bytes the budget; none (the device's memory) when empty.
+ * @param device the device ordinal.
+ * @throws logic_error for an ordinal other than 0.
+ */
+void set_device_budget(std::optional<std::size_t> bytes, int device = 0);
 
 /**
  * @brief The built-in pinned host pool for `device`.

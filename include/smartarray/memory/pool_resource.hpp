@@ -92,8 +92,17 @@ class PoolResource final : public MemoryResource {
   [[nodiscard]] MemoryKind kind() const noexcept override;
   /// @brief The upstream resource.
   [[nodiscard]] MemoryResource& upstream() const noexcept;
-  /// @brief The options the pool was built with.
+  /// @brief The options the pool was built with (`maximum_size` as built: see maximum_size()).
   [[nodiscard]] const PoolOptions& options() const noexcept;
+  /// @brief The hard limit on the bytes held from upstream now; none when empty.
+  [[nodiscard]] std::optional<std::size_t> maximum_size() const;
+  /**
+   * @brief Changes the hard limit (rounded down to the pool's 2 MiB granularity). Memory held
+   *        above a lowered limit stays until trim() or an eviction gives it back; the pool only
+   *        stops growing past it.
+   * @param bytes the new limit; none when empty.
+   */
+  void set_maximum_size(std::optional<std::size_t> bytes);
   /// @brief A number that names this pool for the life of the process (never given to another
   ///        pool, even one built at the same address), for keying data kept per pool.
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
