@@ -21,7 +21,7 @@
 //   std::as_const(a))`, one D2H copy of the array. n = 1.6e7; target: at most 1.05x.
 // - copy_latency/<bytes> (explicit only): one D2H copy of 4 B to 4 MiB into pinned memory and a
 //   synchronize. Its time per copy and bytes per second show where a copy's fixed cost meets its
-//   transfer time, which is what the default tile (64 KiB) is chosen by.
+//   transfer time, which is what the default tile (16 KiB) is chosen by.
 //
 // A timed iteration is one call, bracketed by the host clock: every call returns with its work
 // done (the host holds what it read, or the last kernel finished), so this is the call's wall

@@ -24,7 +24,7 @@ using sa::test::scaled;
 
 namespace {
 
-constexpr std::size_t tile = std::size_t{64} << 10;       // the default tile, in bytes
+constexpr std::size_t tile = sa::TileSize{}.bytes();      // the default tile, in bytes
 constexpr std::size_t per_tile = tile / sizeof(float);    // floats in a tile
 constexpr std::size_t n = 64 * per_tile;                   // 64 tiles, 4 MiB
 

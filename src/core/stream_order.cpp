@@ -54,6 +54,13 @@ StreamRef StreamOrder::release_stream() const noexcept {
 }
 
 void StreamOrder::add_host_reader(StreamRef stream, std::size_t end) {
+  // Copies queued one after another on one stream (the ranges of one plan) share one event,
+  // recorded again after the last: a host writer then waits once.
+  if (!host_readers_.empty() && host_readers_.back().stream == stream) {
+    runtime().record(host_readers_.back().event, stream);
+    host_read_end_ = std::max(host_read_end_, end);
+    return;
+  }
   PooledEvent event;
   runtime().record(event.get(), stream);
   host_readers_.reserve(host_readers_.size() + 1);  // so that the push below cannot throw
