@@ -1,11 +1,12 @@
 /**
  * @file adapters/algorithms.hpp
- * @brief Whole-array `copy(dst, src, stream)` and `fill(a, value, stream)` on the device.
+ * @brief `copy(dst, src, stream)` and `fill(a, value, stream)` on the device, of whole arrays or of
+ *        slices (core/slice.hpp).
  *
  * Both overwrite their destination, so it is acquired with `discard`: nothing is copied into it,
- * and its host copy becomes stale. `copy` is one device-to-device copy (counted as such) and works
- * from any compiler; `fill` is a grid-stride kernel through `for_each_index` (the calling file must
- * be compiled by nvcc on the cuda backend).
+ * and its host copy becomes stale (for a slice, in the slice's range only). `copy` is one
+ * device-to-device copy (counted as such) and works from any compiler; `fill` is a grid-stride
+ * kernel through `for_each_index` (the calling file must be compiled by nvcc on the cuda backend).
  */
 #pragma once
 
@@ -16,6 +17,7 @@
 #include <smartarray/core/residency.hpp>
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
+#include <smartarray/adapters/detail/adapter_traits.hpp>
 #include <smartarray/core/detail/array_factory.hpp>
 
 #include <cstddef>
@@ -23,6 +25,70 @@
 #include <type_traits>
 
 namespace smartarray {
+namespace detail {
+
+/// The array of a copy argument: the array itself, or a slice's array.
+template <typename A>
+auto& array_of(A& argument) noexcept {
+  if constexpr (is_slice_v<A>) {
+    return argument.array();
+  } else {
+    return argument;
+  }
+}
+/// The index in its array of a copy argument's first element.
+template <typename A>
+std::size_t first_of(const A& argument) noexcept {
+  if constexpr (is_slice_v<A>) {
+    return argument.first();
+  } else {
+    return 0;
+  }
+}
+
+/// copy() of any mix of arrays and slices (`Dst` is writable; the element types match).
+template <typename Dst, typename Src>
+void copy_elements(Dst& dst, const Src& src, StreamRef stream,
+                   const smartarray::source_location& where) {
+  using T = typename Dst::value_type;
+  SMARTARRAY_EXPECTS(dst.size() == src.size(), logic_error, "copy of ", src.size(),
+                     " elements into ", is_slice_v<Dst> ? "a slice of " : "an array of ",
+                     dst.size(), " elements: the sizes must be equal");
+  check_in_range(dst);
+  check_in_range(src);
+  const std::size_t to_first = first_of(dst);
+  const std::size_t from_first = first_of(src);
+  if (static_cast<const void*>(std::addressof(array_of(dst))) ==
+      static_cast<const void*>(std::addressof(array_of(src)))) {
+    if (to_first == from_first) return;  // onto itself
+    // One device-to-device copy between overlapping bytes would be undefined.
+    SMARTARRAY_EXPECTS(to_first >= from_first + src.size() || from_first >= to_first + dst.size(),
+                       logic_error, "copy of the elements [", from_first, ", ",
+                       from_first + src.size(), ") of an array onto its elements [", to_first,
+                       ", ", to_first + dst.size(), "): the ranges overlap");
+  }
+  if (src.empty()) return;
+  const DeviceView<const T> from = src.device_view(stream, where);
+  const DeviceView<T> to = dst.device_view(Access::discard, stream, where);
+  ArrayFactory::copy_device(array_of(dst), to, from, stream, where);
+}
+
+/// True for the arguments that copy() takes as a destination or a source: arrays and slices.
+template <typename A>
+inline constexpr bool is_copy_argument_v = is_smart_array_v<A> || is_slice_v<A>;
+
+/// True when copy() may overwrite `Dst` (a forwarding reference's type): a `Slice<T>`, whatever
+/// the handle's constness, or a non-const array that outlives the call.
+template <typename Dst>
+constexpr bool writable_destination() {
+  if constexpr (is_slice_v<Dst>) {
+    return !std::is_const_v<typename std::remove_cvref_t<Dst>::element_type>;
+  } else {
+    return !std::is_const_v<std::remove_reference_t<Dst>> && std::is_lvalue_reference_v<Dst>;
+  }
+}
+
+}  // namespace detail
 
 /**
  * @brief Copies every element of `src` into `dst` on the device: `src` is acquired for `read`,
@@ -37,13 +103,40 @@ namespace smartarray {
 template <typename T>
 void copy(SmartArray<T>& dst, const SmartArray<T>& src, StreamRef stream = {},
           smartarray::source_location where = smartarray::source_location::current()) {
-  SMARTARRAY_EXPECTS(dst.size() == src.size(), logic_error, "copy of ", src.size(),
-                     " elements into an array of ", dst.size(),
-                     " elements: the sizes must be equal");
-  if (std::addressof(dst) == std::addressof(src) || src.empty()) return;
-  const DeviceView<const T> from = src.device_view(stream, where);
-  const DeviceView<T> to = dst.device_view(Access::discard, stream, where);
-  detail::ArrayFactory::copy_device(dst, to, from, stream, where);
+  detail::copy_elements(dst, src, stream, where);
+}
+
+/**
+ * @brief Copies every element of `src` into `dst` on the device, where either is a slice (and the
+ *        other a slice or an array): only the source's range is acquired for `read` and only the
+ *        destination's range with `discard`, then one device-to-device copy of the range is
+ *        queued on `stream`, counted on the destination's array.
+ * @param dst the destination: a non-const `SmartArray` or a `Slice<T>` (a temporary slice too);
+ *        its size must equal `src.size()`. Outside a slice, its array keeps its values and their
+ *        residency.
+ * @param src the source: a `SmartArray`, a `Slice<T>` or a `Slice<const T>`. Copying a slice onto
+ *        itself (same array, same range) does nothing.
+ * @param stream the stream to run on.
+ * @param where the caller's source location, for the migration trace.
+ * @throws logic_error when the sizes differ, or when `dst` and `src` are different but overlapping
+ *         ranges of one array (nothing is acquired).
+ * @throws std::out_of_range when a slice no longer lies inside its array (the array shrank);
+ *         nothing is acquired.
+ * @throws out_of_memory or cuda_error when an acquire or the copy fails.
+ */
+template <typename Dst, typename Src>
+  requires((detail::is_slice_v<Dst> || detail::is_slice_v<Src>) &&
+           detail::is_copy_argument_v<Dst> && detail::is_copy_argument_v<Src>)
+void copy(Dst&& dst, const Src& src, StreamRef stream = {},
+          smartarray::source_location where = smartarray::source_location::current()) {
+  constexpr bool same_type =
+      std::is_same_v<typename std::remove_cvref_t<Dst>::value_type, typename Src::value_type>;
+  static_assert(same_type, "copy: the destination's element type differs from the source's");
+  constexpr bool writable = detail::writable_destination<Dst>();
+  static_assert(writable,
+                "copy: the destination must be a non-const SmartArray (not a temporary) or a "
+                "Slice<T>: a const array or a Slice<const T> cannot be overwritten");
+  if constexpr (same_type && writable) detail::copy_elements(dst, src, stream, where);
 }
 
 namespace detail {
@@ -72,6 +165,31 @@ void fill(SmartArray<T>& a, std::type_identity_t<T> value, StreamRef stream = {}
   detail::require_kernel_compiler("fill", a.size());
   for_each_index(a.size(), detail::FillOp<T>{a.device_view(Access::discard, stream, where), value},
                  stream);
+}
+
+/**
+ * @brief Sets every element of slice `s` to `value` on the device; only the slice's range is
+ *        acquired with `discard`, and the rest of the array keeps its values and their residency.
+ * @param s a `Slice<T>` (a temporary one too); a `Slice<const T>` is a compile error.
+ * @param value the value.
+ * @param stream the stream to run on.
+ * @param where the caller's source location, for the migration trace.
+ * @throws std::out_of_range when the slice no longer lies inside its array (the array shrank).
+ * @throws logic_error on the cuda backend when the caller was not compiled by nvcc.
+ * @throws out_of_memory or cuda_error when the acquire or the launch fails.
+ */
+template <typename T>
+void fill(Slice<T> s, std::type_identity_t<std::remove_const_t<T>> value, StreamRef stream = {},
+          smartarray::source_location where = smartarray::source_location::current()) {
+  static_assert(!std::is_const_v<T>,
+                "fill: a Slice<const T> cannot be written: fill a Slice<T> (a.slice(...) of a "
+                "non-const array)");
+  if constexpr (!std::is_const_v<T>) {
+    if (s.empty()) return;
+    detail::require_kernel_compiler("fill", s.size());
+    for_each_index(s.size(),
+                   detail::FillOp<T>{s.device_view(Access::discard, stream, where), value}, stream);
+  }
 }
 }  // namespace SMARTARRAY_KERNEL_ABI
 

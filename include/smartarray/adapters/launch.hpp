@@ -4,25 +4,30 @@
  *        kernel on SmartArrays, taking each array's access intent from the kernel's own parameter
  *        types.
  *
- * For each `SmartArray` argument, the type of the kernel parameter it binds to decides the access:
+ * For each `SmartArray` argument `a` or `Slice` argument `s`, the type of the kernel parameter it
+ * binds to decides the access (`out(...)` wraps either):
  *
- * | parameter                                                     | argument | access       |
- * | ------------------------------------------------------------- | -------- | ------------ |
- * | `DeviceView<const T>`, `const T*`, `cuda::std::span<const T>` | `a`      | `read`       |
- * | `DeviceView<T>`, `T*`, `cuda::std::span<T>`                   | `a`      | `read_write` |
- * | `DeviceView<T>`, `T*`, `cuda::std::span<T>`                   | `out(a)` | `discard`    |
+ * | parameter                                                     | argument   | access       |
+ * | ------------------------------------------------------------- | ---------- | ------------ |
+ * | `DeviceView<const T>`, `const T*`, `cuda::std::span<const T>` | `a`, `s`   | `read`       |
+ * | `DeviceView<T>`, `T*`, `cuda::std::span<T>`                   | `a`, `s`   | `read_write` |
+ * | `DeviceView<T>`, `T*`, `cuda::std::span<T>`                   | `out(...)` | `discard`    |
  *
- * A `ShapedView` parameter (a `cuda::std::mdspan`) takes `shaped(a, layout, extents...)` or
- * `shaped(out(a), layout, extents...)`, with the same rule for its element type.
+ * A slice `s` (`a.slice(first, count)`, core/slice.hpp) binds as its range only: the parameter
+ * gets a view of its `count` elements, and the acquire copies only the bytes of that range that
+ * the device lacks. A slice is a view, so a temporary one is fine as an argument.
+ *
+ * A `ShapedView` parameter (a `cuda::std::mdspan`) takes `shaped(x, layout, extents...)`, where
+ * `x` is an array, a slice or `out(...)` of either, with the same rule for its element type.
  *
  * Other arguments pass through, converted to the parameter's type as in a plain call. An array
- * of the wrong element type, a const array bound to a writing parameter and `out(a)` bound to a
- * read-only parameter are compile errors.
+ * or slice of the wrong element type, a const array or a `Slice<const T>` bound to a writing
+ * parameter and `out(...)` bound to a read-only parameter are compile errors.
  *
- * Arrays are acquired on `stream` before the kernel is queued on it, so the kernel runs after the
- * copies it needs and after the arrays' earlier work on other streams; the host does not wait.
- * Arrays bound with `out(a)` are acquired last, so an array passed both as an input and through
- * `out()` keeps its contents (read, then discard, is read_write).
+ * Arrays and slices are acquired on `stream` before the kernel is queued on it, so the kernel runs
+ * after the copies it needs and after the arrays' earlier work on other streams; the host does not
+ * wait. Arguments bound with `out(...)` are acquired last, so an array passed both as an input and
+ * through `out()` keeps its contents (read, then discard, is read_write).
  *
  * The kernel is launched with `cudaLaunchKernel`, so this header also works from files compiled by
  * a plain C++ compiler (the kernel must be defined in a file compiled by nvcc). A raw `__global__`
@@ -31,6 +36,7 @@
  * @code
  * __global__ void axpy(float a, sa::DeviceView<const float> x, sa::DeviceView<float> y);
  * sa::launch(axpy, blocks, 256, stream, 2.0f, x, y);   // x: read, y: read_write
+ * sa::launch(axpy, blocks, 256, stream, 2.0f, x.slice(0, n), y.slice(n, n));  // n elements each
  * @endcode
  */
 #pragma once
@@ -64,7 +70,7 @@ namespace smartarray {
 /**
  * @brief An array argument of `launch` with an N-d shape, bound to a `ShapedView` parameter. Made
  *        by `shaped(a, layout, extents...)`.
- * @tparam A `SmartArray<T>&`, `const SmartArray<T>&` or `Out<T>`.
+ * @tparam A `SmartArray<T>&`, `const SmartArray<T>&`, `Slice<T>`, `Slice<const T>` or `Out<T>`.
  * @tparam Layout `CLayout` or `FLayout`.
  * @tparam Rank the number of extents.
  */
@@ -87,29 +93,24 @@ class Shaped {
 
 /**
  * @brief Gives an array argument of `launch` a shape, to bind it to a `ShapedView` parameter.
- * @param array a `SmartArray` (const for read-only parameters) or `out(a)`.
+ * @param array a `SmartArray` (const for read-only parameters), a `Slice` (`Slice<const T>` for
+ *        read-only parameters) or `out(...)` of either.
  * @param layout `c_order` or `f_order`; it must match the parameter's layout.
  * @param extents one extent per dimension.
- * @throws logic_error when the product of the extents differs from the array's size.
+ * @throws logic_error when the product of the extents differs from the array's or slice's size.
  */
 template <typename A, typename Layout, std::integral... Extents>
   requires(sizeof...(Extents) >= 1 && detail::is_order_layout_v<Layout>)
 [[nodiscard]] auto shaped(A&& array, Layout layout, Extents... extents) {
-  static_assert(detail::is_smart_array_v<A> || detail::is_out_v<A>,
-                "shaped(a, layout, extents...) takes a SmartArray or out(a)");
-  static_assert(detail::is_out_v<A> || std::is_lvalue_reference_v<A>,
+  static_assert(detail::is_smart_array_v<A> || detail::is_slice_v<A> || detail::is_out_v<A>,
+                "shaped(a, layout, extents...) takes a SmartArray, a Slice or out(...)");
+  static_assert(!detail::is_smart_array_v<A> || std::is_lvalue_reference_v<A>,
                 "shaped(a, layout, extents...) needs an array that outlives the launch, not a "
                 "temporary");
   (void)layout;
-  using Argument = std::conditional_t<detail::is_out_v<A>, std::remove_cvref_t<A>, A>;
-  const std::size_t size = [&]() {
-    if constexpr (detail::is_out_v<A>) {
-      return array.array().size();
-    } else {
-      return array.size();
-    }
-  }();
-  detail::check_reshape("shaped", size, extents...);
+  // Arrays are held by reference; slices and out(...), which are handles, by value.
+  using Argument = std::conditional_t<detail::is_smart_array_v<A>, A, std::remove_cvref_t<A>>;
+  detail::check_reshape("shaped", array.size(), extents...);
   return Shaped<Argument, Layout, sizeof...(Extents)>(
       std::forward<A>(array),
       cuda::std::dextents<std::size_t, sizeof...(Extents)>(static_cast<std::size_t>(extents)...));
@@ -179,11 +180,14 @@ struct IsShaped<Shaped<A, L, R>> : std::true_type {};
 template <typename A>
 inline constexpr bool is_shaped_v = IsShaped<std::remove_cvref_t<A>>::value;
 
-/// True for the arguments that `launch` binds through an acquire: arrays, `out(a)`, `shaped(...)`.
+/// True for the arguments that `launch` binds through an acquire: arrays, slices, `out(...)`,
+/// `shaped(...)`.
 template <typename A>
-inline constexpr bool is_array_argument_v = is_smart_array_v<A> || is_out_v<A> || is_shaped_v<A>;
+inline constexpr bool is_array_argument_v =
+    is_smart_array_v<A> || is_slice_v<A> || is_out_v<A> || is_shaped_v<A>;
 
-/// What an array argument is, once `shaped()` is looked through.
+/// What an array argument is, once `shaped()` is looked through. `source` gives what is acquired:
+/// the array, the slice or the `Out`, each of which has the device_view overloads of an array.
 template <typename A>
 struct ArrayArgument {
   using inner = std::remove_reference_t<A>;
@@ -191,7 +195,15 @@ struct ArrayArgument {
   static constexpr bool is_out = false;
   static constexpr bool is_const = std::is_const_v<inner>;
   static constexpr bool is_shaped = false;
-  static decltype(auto) array(A& argument) { return (argument); }
+  static decltype(auto) source(A& argument) { return (argument); }
+};
+template <typename T>
+struct ArrayArgument<Slice<T>> {
+  using array_type = SmartArray<std::remove_const_t<T>>;
+  static constexpr bool is_out = false;
+  static constexpr bool is_const = std::is_const_v<T>;
+  static constexpr bool is_shaped = false;
+  static Slice<T> source(const Slice<T>& argument) { return argument; }
 };
 template <typename T>
 struct ArrayArgument<Out<T>> {
@@ -199,15 +211,15 @@ struct ArrayArgument<Out<T>> {
   static constexpr bool is_out = true;
   static constexpr bool is_const = false;
   static constexpr bool is_shaped = false;
-  static SmartArray<T>& array(const Out<T>& argument) { return argument.array(); }
+  static Out<T> source(const Out<T>& argument) { return argument; }
 };
 template <typename A, typename L, std::size_t R>
 struct ArrayArgument<Shaped<A, L, R>> : ArrayArgument<A> {
   using layout = L;
   static constexpr std::size_t rank = R;
   static constexpr bool is_shaped = true;
-  static decltype(auto) array(const Shaped<A, L, R>& argument) {
-    return ArrayArgument<A>::array(argument.argument());
+  static decltype(auto) source(const Shaped<A, L, R>& argument) {
+    return ArrayArgument<A>::source(argument.argument());
   }
 };
 template <typename A>
@@ -272,31 +284,33 @@ constexpr bool check_array_binding() {
   static_assert(Param::is_view,
                 "launch: a SmartArray argument binds to a kernel parameter of type DeviceView<T>, "
                 "DeviceView<const T>, T*, const T* or cuda::std::span<T> (or, through "
-                "shaped(...), ShapedView<T, Rank, Layout>); this parameter is none of those");
+                "shaped(...), ShapedView<T, Rank, Layout>), and so do a Slice and out(...); this "
+                "parameter is none of those");
   if constexpr (Param::is_view) {
     using E = typename Param::element;
     using T = typename Arg::array_type::value_type;
     constexpr bool same_type = std::is_same_v<std::remove_const_t<E>, T>;
     static_assert(same_type,
                   "launch: the SmartArray's element type differs from the element type of the "
-                  "kernel parameter it binds to");
+                  "kernel parameter it binds to (for a Slice or out(...), its array's element "
+                  "type)");
     constexpr bool writable_ok = std::is_const_v<E> || !Arg::is_const;
     static_assert(writable_ok,
                   "launch: a const SmartArray cannot bind to a writing kernel parameter "
-                  "(DeviceView<T> or T*): make the parameter DeviceView<const T> or const T*, or "
-                  "pass a non-const array");
+                  "(DeviceView<T> or T*), nor can a Slice<const T>: make the parameter "
+                  "DeviceView<const T> or const T*, or pass a non-const array or a Slice<T>");
     constexpr bool out_ok = !(Arg::is_out && std::is_const_v<E>);
     static_assert(out_ok,
-                  "launch: out(a) binds only to a writable kernel parameter (DeviceView<T> or T*): "
-                  "out() says that the kernel overwrites the array, but this parameter is "
-                  "read-only");
+                  "launch: out(a) binds only to a writable kernel parameter (DeviceView<T> or T*), "
+                  "as does out(s) of a slice: out() says that the kernel overwrites the array or "
+                  "the slice, but this parameter is read-only");
     constexpr bool shape_ok = Arg::is_shaped == Param::is_shaped;
     static_assert(shape_ok || !Arg::is_shaped,
                   "launch: a shaped(a, layout, extents...) argument binds to a ShapedView "
                   "(cuda::std::mdspan) kernel parameter");
     static_assert(shape_ok || Arg::is_shaped,
-                  "launch: a ShapedView (cuda::std::mdspan) kernel parameter needs its array "
-                  "wrapped in shaped(a, layout, extents...)");
+                  "launch: a ShapedView (cuda::std::mdspan) kernel parameter needs its array or "
+                  "slice wrapped in shaped(a, layout, extents...)");
     if constexpr (same_type && writable_ok && out_ok && shape_ok) {
       if constexpr (Arg::is_shaped) {
         constexpr bool layout_ok = std::is_same_v<typename Arg::layout, typename Param::layout>;
@@ -316,19 +330,20 @@ constexpr bool check_array_binding() {
   return false;
 }
 
-/// Acquires the array of argument `A` for parameter `P` and returns the parameter's value.
+/// Acquires the array or slice of argument `A` for parameter `P` and returns the parameter's
+/// value.
 template <typename P, typename A>
 P acquire_parameter(std::remove_reference_t<A>& argument, StreamRef stream,
                     const smartarray::source_location& where) {
   using Arg = ArrayArgumentOf<A>;
   using E = typename KernelParam<P>::element;
   constexpr Access access = binding_access<P, A>();
-  auto& array = Arg::array(argument);
+  decltype(auto) source = Arg::source(argument);
   DeviceView<E> view;
   if constexpr (access == Access::read) {
-    view = std::as_const(array).device_view(stream, where);
+    view = std::as_const(source).device_view(stream, where);
   } else {
-    view = array.device_view(access, stream, where);
+    view = source.device_view(access, stream, where);
   }
   if constexpr (KernelParam<P>::is_shaped) {
     return P(view.data(), typename P::extents_type(argument.extents()));
@@ -364,6 +379,16 @@ void bind_discarded(P& parameter, std::remove_reference_t<A>& argument, StreamRe
   }
 }
 
+/// check_in_range() of an argument, looking through shaped(...).
+template <typename A>
+void check_argument_range(const A& argument) {
+  if constexpr (is_shaped_v<A>) {
+    check_in_range(argument.argument());
+  } else {
+    check_in_range(argument);
+  }
+}
+
 template <typename... Params>
 struct TypeList {};
 
@@ -371,6 +396,7 @@ template <typename... Params, std::size_t... I, typename... Args>
 std::tuple<Params...> bind_kernel_args(TypeList<Params...>, std::index_sequence<I...>,
                                        StreamRef stream, const smartarray::source_location& where,
                                        Args&&... args) {
+  (check_argument_range(args), ...);
   std::tuple<Params...> parameters{
       bind_argument<Params>(std::forward<Args>(args), stream, where)...};
   (bind_discarded<Params, Args>(std::get<I>(parameters), args, stream, where), ...);
@@ -427,6 +453,8 @@ void launch_kernel(const void* kernel, dim3 grid, dim3 block, std::size_t shared
  *        the caller's source location, for the migration trace.
  * @param args one argument per kernel parameter.
  * @return the parameter values, in order.
+ * @throws std::out_of_range when a slice argument no longer lies inside its array (the array
+ *         shrank); nothing is acquired.
  * @throws out_of_memory or cuda_error when an acquire fails.
  */
 template <typename... Params, typename... Args>
@@ -449,6 +477,8 @@ template <typename... Params, typename... Args>
  * @param stream the stream to run on.
  * @param args one argument per kernel parameter.
  * @throws logic_error on the host backend, where a raw kernel cannot run (nothing is acquired).
+ * @throws std::out_of_range when a slice argument no longer lies inside its array (the array
+ *         shrank); nothing is acquired.
  * @throws cuda_error when the launch fails; out_of_memory or cuda_error when an acquire fails.
  */
 template <typename... Params, typename... Args>
@@ -471,6 +501,8 @@ void launch(void (*kernel)(Params...), GridDim grid, dim3 block, std::size_t sha
  * @param stream the stream to run on.
  * @param args one argument per kernel parameter.
  * @throws logic_error on the host backend, where a raw kernel cannot run (nothing is acquired).
+ * @throws std::out_of_range when a slice argument no longer lies inside its array (the array
+ *         shrank); nothing is acquired.
  * @throws cuda_error when the launch fails; out_of_memory or cuda_error when an acquire fails.
  */
 template <typename... Params, typename... Args>

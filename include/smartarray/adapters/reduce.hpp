@@ -1,15 +1,17 @@
 /**
  * @file adapters/reduce.hpp
- * @brief `reduce(a, init, op, stream)`: folds an array on the device and returns the value to the
- *        host, without copying the array back.
+ * @brief `reduce(a, init, op, stream)`: folds an array, or a slice of one, on the device and
+ *        returns the value to the host, without copying the array back.
  *
- * The array is acquired for `read` on the stream (one copy in when its device copy is stale). On
- * the cuda backend the fold is `cub::DeviceReduce::Reduce` with its temporary storage from the
- * device pool (the calling file must be compiled by nvcc); on the host backend `op` runs on the
- * stream's worker thread. The result is written into a one-element `SmartArray` on the device:
- * `reduce_async` returns that array, and `reduce` reads it, which is the only device-to-host copy:
- * `sizeof(T)` bytes, counted in the global counters and in the result array's counters, never in
- * the reduced array's. The reduced array may be destroyed before the result is read.
+ * The array is acquired for `read` on the stream (one copy in when its device copy is stale); a
+ * slice (core/slice.hpp) is acquired for `read` in its range only (a copy in of the bytes of the
+ * range that the device lacks), and only its elements are folded. On the cuda backend the fold is
+ * `cub::DeviceReduce::Reduce` with its temporary storage from the device pool (the calling file
+ * must be compiled by nvcc); on the host backend `op` runs on the stream's worker thread. The
+ * result is written into a one-element `SmartArray` on the device: `reduce_async` returns that
+ * array, and `reduce` reads it, which is the only device-to-host copy: `sizeof(T)` bytes, counted
+ * in the global counters and in the result array's counters, never in the reduced array's. The
+ * reduced array may be destroyed before the result is read.
  */
 #pragma once
 
@@ -20,6 +22,7 @@
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/core/residency.hpp>
 #include <smartarray/runtime/runtime.hpp>
+#include <smartarray/core/slice.hpp>
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
@@ -65,6 +68,34 @@ void device_reduce(DeviceView<const T> in, DeviceView<T> out, T init, Op op, Str
 }
 }  // namespace SMARTARRAY_KERNEL_ABI
 #endif
+
+inline namespace SMARTARRAY_KERNEL_ABI {
+/// reduce_async of an array or a slice: both are read through `device_view(stream, where)`.
+template <typename T, typename A, typename Op>
+[[nodiscard]] SmartArray<T> reduce_async_of(const A& a, T init, Op op, StreamRef stream,
+                                            const smartarray::source_location& where) {
+  if (a.empty()) return SmartArray<T>(1, init);
+  require_kernel_compiler("reduce", a.size());
+  SmartArray<T> result(1, no_init);
+  const DeviceView<const T> in = a.device_view(stream, where);
+  const DeviceView<T> out = result.device_view(Access::discard, stream, where);
+  if (backend() == BackendKind::host) {
+    // The queued work holds the addresses, taken now while the views are valid: by the time it
+    // runs, `a` may be gone (its buffer is freed after this work), and a view of it would say so.
+    runtime().launch_host_func(
+        stream, [data = in.data(), n = in.size(), result = out.data(), init, op]() mutable {
+          T accumulator = init;
+          for (std::size_t i = 0; i < n; ++i) accumulator = op(accumulator, data[i]);
+          *result = accumulator;
+        });
+    return result;
+  }
+#if defined(__CUDACC__)
+  device_reduce(in, out, init, op, stream);
+#endif
+  return result;
+}
+}  // namespace SMARTARRAY_KERNEL_ABI
 }  // namespace detail
 
 inline namespace SMARTARRAY_KERNEL_ABI {
@@ -91,26 +122,31 @@ template <typename T, typename Op>
 [[nodiscard]] SmartArray<T> reduce_async(
     const SmartArray<T>& a, std::type_identity_t<T> init, Op op, StreamRef stream = {},
     smartarray::source_location where = smartarray::source_location::current()) {
-  if (a.empty()) return SmartArray<T>(1, init);
-  detail::require_kernel_compiler("reduce", a.size());
-  SmartArray<T> result(1, no_init);
-  const DeviceView<const T> in = a.device_view(stream, where);
-  const DeviceView<T> out = result.device_view(Access::discard, stream, where);
-  if (backend() == BackendKind::host) {
-    // The queued work holds the addresses, taken now while the views are valid: by the time it
-    // runs, `a` may be gone (its buffer is freed after this work), and a view of it would say so.
-    detail::runtime().launch_host_func(
-        stream, [data = in.data(), n = in.size(), result = out.data(), init, op]() mutable {
-          T accumulator = init;
-          for (std::size_t i = 0; i < n; ++i) accumulator = op(accumulator, data[i]);
-          *result = accumulator;
-        });
-    return result;
-  }
-#if defined(__CUDACC__)
-  detail::device_reduce(in, out, init, op, stream);
-#endif
-  return result;
+  return detail::reduce_async_of<T>(a, init, std::move(op), stream, where);
+}
+
+/**
+ * @brief Folds the elements of slice `s` on the device, as `reduce_async` of an array does: only
+ *        the slice's range is acquired (its missing bytes copied in) and folded.
+ *
+ * The array may be changed or destroyed before the result is read, as for an array.
+ *
+ * @param s the slice (`Slice<T>` or `Slice<const T>`, a temporary too); acquired for `read` on
+ *        `stream`, in its range only.
+ * @param init the initial value (also the result of an empty slice).
+ * @param op an associative and commutative `__host__ __device__` binary operation on `T`.
+ * @param stream the stream to run on.
+ * @param where the caller's source location, for the migration trace.
+ * @return a one-element array holding the result.
+ * @throws std::out_of_range when the slice no longer lies inside its array (the array shrank).
+ * @throws logic_error on the cuda backend when the caller was not compiled by nvcc.
+ * @throws out_of_memory or cuda_error when an allocation, an acquire or the reduction fails.
+ */
+template <typename T, typename Op>
+[[nodiscard]] SmartArray<std::remove_const_t<T>> reduce_async(
+    Slice<T> s, std::type_identity_t<std::remove_const_t<T>> init, Op op, StreamRef stream = {},
+    smartarray::source_location where = smartarray::source_location::current()) {
+  return detail::reduce_async_of<std::remove_const_t<T>>(s, init, std::move(op), stream, where);
 }
 
 /**
@@ -136,6 +172,32 @@ template <typename T, typename Op>
                        StreamRef stream = {},
                        smartarray::source_location where = smartarray::source_location::current()) {
   const SmartArray<T> result = reduce_async(a, init, std::move(op), stream, where);
+  return result.host_view(stream, where)[0];
+}
+
+/**
+ * @brief Folds the elements of slice `s` on the device and returns the result to the host, as
+ *        `reduce` of an array does: only the slice's range is acquired and folded, and the only
+ *        device-to-host copy is the `sizeof(T)`-byte result.
+ *
+ * @param s the slice (`Slice<T>` or `Slice<const T>`, a temporary too); acquired for `read` on
+ *        `stream`, in its range only.
+ * @param init the initial value (also the result of an empty slice).
+ * @param op an associative and commutative `__host__ __device__` binary operation on `T`.
+ * @param stream the stream to run on.
+ * @param where the caller's source location, for the migration trace.
+ * @return the folded value.
+ * @throws std::out_of_range when the slice no longer lies inside its array (the array shrank).
+ * @throws logic_error on the cuda backend when the caller was not compiled by nvcc.
+ * @throws out_of_memory or cuda_error when an allocation, an acquire, the reduction or the copy
+ *         back fails.
+ */
+template <typename T, typename Op>
+[[nodiscard]] std::remove_const_t<T> reduce(
+    Slice<T> s, std::type_identity_t<std::remove_const_t<T>> init, Op op, StreamRef stream = {},
+    smartarray::source_location where = smartarray::source_location::current()) {
+  const SmartArray<std::remove_const_t<T>> result =
+      reduce_async(s, init, std::move(op), stream, where);
   return result.host_view(stream, where)[0];
 }
 

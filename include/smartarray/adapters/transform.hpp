@@ -6,13 +6,19 @@
  * Each argument after `f` is an operand:
  * - a `SmartArray` is acquired for `read` on the stream (one copy in when its device copy is
  *   stale, none otherwise);
+ * - a `Slice` (`Slice<T>` or `Slice<const T>`, core/slice.hpp) is acquired for `read` too, but
+ *   only its range: the copy in moves only the bytes of the range that the device lacks;
  * - a `DeviceView` is used as it is (the caller acquired it);
  * - anything else is a scalar, broadcast to every element (it must be trivially copyable).
  *
- * Array operands must all have the output's size. The output (`SmartArray`, `out(a)` or a
- * `DeviceView`) is overwritten: it is acquired with `discard`, so nothing is copied into it, or
- * with `read_write` when it is also an operand (an in-place transform). Operands are acquired
- * before the output.
+ * Array and slice operands must all have the output's size (a slice's size is its count). The
+ * output (`SmartArray`, `Slice<T>`, `out(a)`, `out(s)` or a `DeviceView`) is overwritten: it is
+ * acquired with `discard`, so nothing is copied into it, or with `read_write` when its array is
+ * also an operand's array (an in-place transform; for slices of one array this holds whatever
+ * their ranges). Operands are acquired before the output. Element i of the output is computed
+ * from element i of each operand only, so a slice operand that overlaps the output at another
+ * offset may read elements that the transform has already overwritten. Slices are views: a
+ * temporary one (`a.slice(first, count)`) is a valid operand or output.
  *
  * A last argument that is a stream (`StreamRef`, `Stream` or `cudaStream_t`) is the stream to run
  * on; otherwise the default stream. Up to 8 arguments follow the functor; the migration trace
@@ -26,6 +32,7 @@
  * struct Add { SMARTARRAY_HOST_DEVICE float operator()(float x, float y) const { return x + y; } };
  * sa::transform(sa::out(c), Add{}, a, b, stream);   // a, b: read; c: discard
  * auto d = sa::map(Add{}, c, 1.0f);                 // a new array, valid on the device only
+ * sa::transform(c.slice(0, 10), Add{}, a.slice(0, 10), b.slice(5, 10));  // 10 elements each
  * @endcode
  */
 #pragma once
@@ -67,11 +74,12 @@ std::size_t operand_size(const A& operand) noexcept {
 }
 
 /// The array behind an operand or output, to detect an in-place transform; nullptr for the rest.
+/// A slice is its array: slices of one array count as in place whatever their ranges.
 template <typename A>
 const void* array_identity(const A& argument) noexcept {
   if constexpr (is_smart_array_v<A>) {
     return std::addressof(argument);
-  } else if constexpr (is_out_v<A>) {
+  } else if constexpr (is_slice_v<A> || is_out_v<A>) {
     return std::addressof(argument.array());
   } else {
     return nullptr;
@@ -88,6 +96,10 @@ struct OperandElement<SmartArray<T>> {
   using type = const T&;
 };
 template <typename T>
+struct OperandElement<Slice<T>> {
+  using type = const std::remove_const_t<T>&;
+};
+template <typename T>
 struct OperandElement<DeviceView<T>> {
   using type = T&;
 };
@@ -97,7 +109,7 @@ using operand_element_t = typename OperandElement<std::remove_cvref_t<A>>::type;
 /// The value of an operand inside the kernel: a device view, or the scalar itself.
 template <typename A>
 auto device_operand(const A& operand, StreamRef stream, const smartarray::source_location& where) {
-  if constexpr (is_smart_array_v<A>) {
+  if constexpr (is_smart_array_v<A> || is_slice_v<A>) {
     return operand.device_view(stream, where);
   } else {
     return operand;
@@ -135,8 +147,8 @@ void check_operand_type() {
                 "transform/map: out() marks the output, which is the first argument of "
                 "transform; operands are only read");
   static_assert(is_elementwise_v<A> || std::is_trivially_copyable_v<std::remove_cvref_t<A>>,
-                "transform/map: an argument that is neither a SmartArray nor a DeviceView is a "
-                "scalar, broadcast to every element, and must be trivially copyable");
+                "transform/map: an argument that is neither a SmartArray, a Slice nor a DeviceView "
+                "is a scalar, broadcast to every element, and must be trivially copyable");
 }
 
 template <typename A>
@@ -150,11 +162,16 @@ void check_operand_size(const char* what, const A& operand, std::size_t index,
 template <typename Output>
 struct OutputTraits {
   static_assert(always_false_v<Output>,
-                "transform: the output must be a non-const SmartArray, out(a) or a DeviceView<T>");
+                "transform: the output must be a non-const SmartArray, a Slice<T>, out(...) or a "
+                "DeviceView<T>");
 };
 template <typename T>
 struct OutputTraits<SmartArray<T>> {
   using value_type = T;
+};
+template <typename T>
+struct OutputTraits<Slice<T>> {
+  using value_type = std::remove_const_t<T>;
 };
 template <typename T>
 struct OutputTraits<Out<T>> {
@@ -166,25 +183,25 @@ struct OutputTraits<DeviceView<T>> {
   using value_type = T;
 };
 
+/// True when `Output` can be overwritten: a const DeviceView<T> or Slice<T> still writes through;
+/// a const SmartArray and a Slice<const T> do not.
 template <typename Output>
-std::size_t output_size(const Output& output) noexcept {
-  if constexpr (is_out_v<Output>) {
-    return output.array().size();
+constexpr bool writable_output() {
+  if constexpr (is_slice_v<Output>) {
+    return !std::is_const_v<typename std::remove_cvref_t<Output>::element_type>;
   } else {
-    return output.size();
+    return !std::is_const_v<std::remove_reference_t<Output>> || is_device_view_v<Output>;
   }
 }
 
 template <typename Output>
 DeviceView<typename OutputTraits<std::remove_cvref_t<Output>>::value_type> acquire_output(
     Output& output, bool in_place, StreamRef stream, const smartarray::source_location& where) {
-  const Access access = in_place ? Access::read_write : Access::discard;
-  if constexpr (is_smart_array_v<Output>) {
-    return output.device_view(access, stream, where);
-  } else if constexpr (is_out_v<Output>) {
-    return output.array().device_view(access, stream, where);
-  } else {
+  if constexpr (is_device_view_v<Output>) {
     return output;
+  } else {
+    // An array, a slice (its range only) and out(...) share the device_view of an array.
+    return output.device_view(in_place ? Access::read_write : Access::discard, stream, where);
   }
 }
 
@@ -218,16 +235,18 @@ inline namespace SMARTARRAY_KERNEL_ABI {
 template <typename Output, typename F, typename... Ins>
 void transform_on(const smartarray::source_location& where, StreamRef stream, Output& output, F f,
                   const Ins&... ins) {
-  // A const DeviceView<T> still writes through; a const SmartArray does not.
-  constexpr bool writable = !std::is_const_v<Output> || is_device_view_v<Output>;
+  constexpr bool writable = writable_output<Output>();
   static_assert(writable,
-                "transform: the output must be a non-const SmartArray, out(a) or a DeviceView<T>");
+                "transform: the output must be a non-const SmartArray, a Slice<T>, out(...) or a "
+                "DeviceView<T>: a const array or a Slice<const T> cannot be overwritten");
   if constexpr (writable) {
     using R = typename OutputTraits<std::remove_cvref_t<Output>>::value_type;
     (check_operand_type<Ins>(), ...);
-    const std::size_t n = output_size(output);
+    const std::size_t n = output.size();
     std::size_t index = 0;
     (check_operand_size("transform", ins, ++index, n, "the output"), ...);
+    check_in_range(output);
+    (check_in_range(ins), ...);
     require_kernel_compiler("transform", n);
     const void* output_array = array_identity(output);
     const bool in_place =
@@ -254,8 +273,8 @@ template <typename F, typename... Args>
   return with_trailing_stream(
       [&](StreamRef stream, const auto&... ins) {
         static_assert((is_elementwise_v<decltype(ins)> || ...),
-                      "map: at least one operand must be a SmartArray or a DeviceView, to size "
-                      "the result");
+                      "map: at least one operand must be a SmartArray, a Slice or a DeviceView, "
+                      "to size the result");
         using R =
             std::remove_cvref_t<std::invoke_result_t<F&, operand_element_t<decltype(ins)>...>>;
         static_assert(!std::is_void_v<R> && std::is_trivially_copyable_v<R>,
@@ -264,6 +283,7 @@ template <typename F, typename... Args>
         ((n = (n == npos ? operand_size(ins) : n)), ...);
         std::size_t index = 0;
         (check_operand_size("map", ins, ++index, n, "the first array operand"), ...);
+        (check_in_range(ins), ...);
         require_kernel_compiler("map", n);
         // Valid on the device only, written there on `stream` (the kernel below is its first
         // use): no memory on the host until it is read there.
@@ -286,12 +306,15 @@ inline namespace SMARTARRAY_KERNEL_ABI {
  * (8), each ending with the caller's source location (for the migration trace), which callers
  * never pass.
  *
- * @param output a non-const `SmartArray`, `out(a)` or a `DeviceView<T>`; it is overwritten
- *        (acquired with `discard`, or `read_write` when it is also an operand).
+ * @param output a non-const `SmartArray`, a `Slice<T>`, `out(a)`, `out(s)` or a `DeviceView<T>`;
+ *        it is overwritten (acquired with `discard`, or `read_write` when its array is also an
+ *        operand's array). A slice is overwritten in its range only.
  * @param f a `__host__ __device__` callable; its result converts to the output's element type.
  * @param where the caller's source location.
- * @throws logic_error when an array operand's size differs from the output's (nothing is acquired),
- *         or on the cuda backend when the caller was not compiled by nvcc.
+ * @throws logic_error when an array or slice operand's size differs from the output's (nothing is
+ *         acquired), or on the cuda backend when the caller was not compiled by nvcc.
+ * @throws std::out_of_range when a slice no longer lies inside its array (the array shrank);
+ *         nothing is acquired.
  * @throws out_of_memory or cuda_error when an acquire or the launch fails.
  */
 template <typename Output, typename F>
@@ -299,7 +322,8 @@ void transform(Output&& output, F f,
                smartarray::source_location where = smartarray::source_location::current()) {
   detail::transform_at(where, output, f);
 }
-/// @brief transform with 1 argument after `f`: an operand (array, view or scalar) or the stream.
+/// @brief transform with 1 argument after `f`: an operand (array, slice, view or scalar) or the
+///        stream.
 template <typename Output, typename F, typename A1>
 void transform(Output&& output, F f, A1&& a1,
                smartarray::source_location where = smartarray::source_location::current()) {
@@ -379,11 +403,14 @@ void transform(Output&&, F, Args&&...) {
  * source location (for the migration trace), which callers never pass.
  *
  * @param f a `__host__ __device__` callable returning a trivially copyable value.
- * @param a1 the first operand (at least one operand is an array or a view; scalars broadcast).
+ * @param a1 the first operand (at least one operand is an array, a slice or a view; scalars
+ *        broadcast).
  * @param where the caller's source location.
- * @return the results, sized as the array operands.
- * @throws logic_error when the array operands' sizes differ (nothing is acquired), or on the cuda
- *         backend when the caller was not compiled by nvcc.
+ * @return the results, sized as the array and slice operands.
+ * @throws logic_error when the array and slice operands' sizes differ (nothing is acquired), or on
+ *         the cuda backend when the caller was not compiled by nvcc.
+ * @throws std::out_of_range when a slice no longer lies inside its array (the array shrank);
+ *         nothing is acquired.
  * @throws out_of_memory or cuda_error when an allocation, an acquire or the launch fails.
  */
 template <typename F, typename A1>

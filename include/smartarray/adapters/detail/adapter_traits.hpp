@@ -5,6 +5,7 @@
 #pragma once
 
 #include <smartarray/views/device_view.hpp>
+#include <smartarray/core/slice.hpp>
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
 
@@ -24,6 +25,14 @@ struct IsSmartArray<SmartArray<T>> : std::true_type {};
 /// True for `SmartArray<T>` with any cv-ref qualification.
 template <typename A>
 inline constexpr bool is_smart_array_v = IsSmartArray<std::remove_cvref_t<A>>::value;
+
+template <typename T>
+struct IsSlice : std::false_type {};
+template <typename T>
+struct IsSlice<Slice<T>> : std::true_type {};
+/// True for `Slice<T>` and `Slice<const T>` with any cv-ref qualification.
+template <typename A>
+inline constexpr bool is_slice_v = IsSlice<std::remove_cvref_t<A>>::value;
 
 template <typename T>
 struct IsDeviceView : std::false_type {};
@@ -50,9 +59,23 @@ inline constexpr bool is_stream_v = std::is_same_v<std::remove_cvref_t<A>, Strea
 #endif
     ;
 
-/// True for the arguments that hold elements (arrays and views); anything else is a scalar.
+/// True for the arguments that hold elements (arrays, slices and views); anything else is a scalar.
 template <typename A>
-inline constexpr bool is_elementwise_v = is_smart_array_v<A> || is_device_view_v<A>;
+inline constexpr bool is_elementwise_v =
+    is_smart_array_v<A> || is_slice_v<A> || is_device_view_v<A>;
+
+/// Throws std::out_of_range, as its acquire would, when `argument` is a slice (or `out(s)`) whose
+/// array no longer holds its range; anything else passes. The adapters check every slice before
+/// they acquire anything, so that such a call copies nothing.
+template <typename A>
+void check_in_range(const A& argument) {
+  if constexpr (is_slice_v<A>) {
+    // A slice's constructor checks its range, with the message of an acquire.
+    (void)std::remove_cvref_t<A>(argument.array(), argument.first(), argument.size());
+  } else if constexpr (is_out_v<A>) {
+    if (argument.slice()) check_in_range(*argument.slice());
+  }
+}
 
 /// For static_asserts that must fire only when a template is instantiated.
 template <typename...>
