@@ -40,7 +40,9 @@
 // Runs on both backends: the hand-written calls go through `Raw` (bench_support.cuh), the CUDA
 // runtime itself on the cuda backend. `--quick` runs small sizes briefly, for CTest's
 // host.bench_partial_smoke.
+#include <smartarray/adapters/transform.hpp>
 #include <smartarray/core/slice.hpp>
+#include <smartarray/memory/default_resources.hpp>
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/diagnostics/observability.hpp>
 #include <smartarray/runtime/stream.hpp>
@@ -57,6 +59,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -483,6 +486,130 @@ class RangeForSmart final : public RangeFor {
   sa::SmartArray<float> array_;
 };
 
+// --- out_of_core ---------------------------------------------------------------------------------
+
+/// y = x + call over arrays of four times the device budget each: the arrays live on the host and
+/// stream through the device in chunks.
+struct AddCall {
+  float add;
+  SMARTARRAY_HOST_DEVICE float operator()(float x) const { return x + add; }
+};
+/// The hand-written loop's kernel over one chunk.
+struct AddCallChunk {
+  const float* x;
+  float* y;
+  float add;
+  SMARTARRAY_HOST_DEVICE void operator()(std::size_t i) const { y[i] = x[i] + add; }
+};
+
+/// The device budget of an out_of_core run over `n` floats per array: a quarter of one array.
+std::size_t out_of_core_budget(std::size_t n) { return n * sizeof(float) / 4; }
+
+/// The chunk of the library's out-of-core calls (adapters/detail/chunked.hpp) for two float
+/// arrays: their two buffers each within half the budget, a multiple of 256 elements. The
+/// hand-written loop uses the same.
+std::size_t out_of_core_chunk(std::size_t n) {
+  return out_of_core_budget(n) / 2 / (2 * 2 * sizeof(float)) / 256 * 256;
+}
+
+class OutOfCore : public Contender {
+ public:
+  using Contender::Contender;
+  std::string check() override {
+    for (std::size_t i = 0; i < n_; i += 4099) {
+      const float expected = value_at(i, 0) + static_cast<float>(call_);
+      if (y_[i] != expected) {
+        return "y[" + std::to_string(i) + "] is " + std::to_string(y_[i]) + ", call " +
+               std::to_string(call_) + " made " + std::to_string(expected);
+      }
+    }
+    return {};
+  }
+  [[nodiscard]] Copies copies_per_call() const override {
+    const std::size_t chunks = (n_ + out_of_core_chunk(n_) - 1) / out_of_core_chunk(n_);
+    return {.h2d = chunks, .h2d_bytes = n_ * sizeof(float), .d2h = chunks,
+            .d2h_bytes = n_ * sizeof(float)};
+  }
+
+ protected:
+  /// Writes x's values (value_at(i, 0)) on the host.
+  void fill_x(float* x) const {
+    for (std::size_t i = 0; i < n_; ++i) x[i] = value_at(i, 0);
+  }
+  std::span<const float> y_;
+};
+
+class OutOfCoreExplicit final : public OutOfCore {
+ public:
+  using OutOfCore::OutOfCore;
+  void set_up(std::size_t n) override {
+    n_ = n;
+    chunk_ = out_of_core_chunk(n);
+    x_ = raw_.allocate_pinned<float>(n);
+    y_pinned_ = raw_.allocate_pinned<float>(n);
+    for (float*& buffer : buffers_) buffer = raw_.allocate_device<float>(chunk_);
+    fill_x(x_);
+    y_ = {y_pinned_, n};
+  }
+  /// Double buffering by hand: chunk k on stream k % 2 with its own pair of buffers.
+  void call() override {
+    ++call_;
+    const Raw* raws[2] = {&raw_, &second_raw_};
+    for (std::size_t first = 0, k = 0; first < n_; first += chunk_, ++k) {
+      const std::size_t b = k % 2;
+      const std::size_t count = std::min(chunk_, n_ - first);
+      raws[b]->copy_to_device_async(buffers_[2 * b], x_ + first, count * sizeof(float));
+      raws[b]->launch(count, AddCallChunk{buffers_[2 * b], buffers_[2 * b + 1],
+                                          static_cast<float>(call_)});
+      raws[b]->copy_to_host_async(y_pinned_ + first, buffers_[2 * b + 1], count * sizeof(float));
+    }
+    raw_.synchronize();
+    second_raw_.synchronize();
+  }
+  void tear_down() override {
+    for (float* buffer : buffers_) raw_.free_device(buffer);
+    raw_.free_pinned(x_);
+    raw_.free_pinned(y_pinned_);
+  }
+
+ private:
+  sa::Stream second_stream_;
+  Raw second_raw_{second_stream_};
+  std::size_t chunk_ = 0;
+  float* x_ = nullptr;
+  float* y_pinned_ = nullptr;
+  float* buffers_[4] = {};  // x and y of stream 0, then of stream 1
+};
+
+class OutOfCoreSmart final : public OutOfCore {
+ public:
+  using OutOfCore::OutOfCore;
+  void set_up(std::size_t n) override {
+    n_ = n;
+    previous_budget_ = sa::default_device_pool().maximum_size();
+    sa::set_device_budget(out_of_core_budget(n));
+    (void)sa::default_device_pool().trim();
+    x_ = sa::SmartArray<float>(n, sa::no_init);
+    fill_x(x_.host_view(Access::discard).data());
+    y_array_ = sa::SmartArray<float>(n, sa::no_init);
+  }
+  void call() override {
+    sa::transform(y_array_, AddCall{static_cast<float>(++call_)}, x_, stream_);
+    y_ = std::as_const(y_array_).host_view();
+  }
+  [[nodiscard]] bool library_copies() const override { return true; }
+  void tear_down() override {
+    x_ = {};
+    y_array_ = {};
+    sa::set_device_budget(previous_budget_);
+  }
+
+ private:
+  std::optional<std::size_t> previous_budget_;
+  sa::SmartArray<float> x_;
+  sa::SmartArray<float> y_array_;
+};
+
 // --- measuring -----------------------------------------------------------------------------------
 
 using Clock = std::chrono::steady_clock;
@@ -562,6 +689,26 @@ void copy_latency(benchmark::State& state) {
   raw.free_pinned(pinned);
 }
 
+/// pinned_h2d: one host-to-device copy of state.range(0) floats from pinned memory, the bandwidth
+/// that out_of_core is measured against.
+void pinned_h2d(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const sa::Stream stream;
+  const Raw raw(stream);
+  float* device = raw.allocate_device<float>(n);
+  float* pinned = raw.allocate_pinned<float>(n);
+  std::fill(pinned, pinned + n, 1.5F);
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    raw.copy_to_device_async(device, pinned, n * sizeof(float));
+    raw.synchronize();
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
+  raw.free_device(device);
+  raw.free_pinned(pinned);
+}
+
 /// The workloads: their explicit and smartarray contenders.
 struct Workload {
   const char* name;
@@ -573,6 +720,7 @@ const Workload workloads[] = {
     {"boundary_update", make<BoundaryUpdateExplicit>, make<BoundaryUpdateSmart>},
     {"slice_read", make<SliceReadExplicit>, make<SliceReadSmart>},
     {"range_for", make<RangeForExplicit>, make<RangeForSmart>},
+    {"out_of_core", make<OutOfCoreExplicit>, make<OutOfCoreSmart>},
 };
 
 /// The sizes each workload runs at (bytes for copy_latency), by workload.
@@ -583,6 +731,8 @@ const Sizes full_sizes{{"scalar_read", {1'000'000, 16'000'000, 100'000'000}},
                        {"boundary_update", {1'000'000, 16'000'000, 100'000'000}},
                        {"slice_read", {16'000'000}},
                        {"range_for", {16'000'000}},
+                       {"out_of_core", {1 << 28}},
+                       {"pinned_h2d", {1 << 28}},
                        {"copy_latency",
                         {4, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20}}};
 /// CTest's smoke (--quick): arrays of less than one tile (10,000 floats: the tiles are clipped at
@@ -591,6 +741,8 @@ const Sizes quick_sizes{{"scalar_read", {10'000, 100'000}},
                         {"boundary_update", {10'000, 100'000}},
                         {"slice_read", {100'000}},
                         {"range_for", {100'000}},
+                        {"out_of_core", {1 << 21}},
+                        {"pinned_h2d", {1 << 21}},
                         {"copy_latency", {4, 64 << 10}}};
 
 void register_all(const Sizes& sizes) {
@@ -606,6 +758,7 @@ void register_all(const Sizes& sizes) {
     add(name, name + "/smartarray", [f = w.smartarray](benchmark::State& s) { measure(s, f); });
   }
   add("copy_latency", "copy_latency", copy_latency);
+  add("pinned_h2d", "pinned_h2d", pinned_h2d);
 }
 
 }  // namespace

@@ -35,7 +35,10 @@ PIPELINE_WORKLOADS = ["add", "gaussian", "polar", "chain10", "iterative"]
 MODE_CONTENDERS = ["explicit", "pinned_memcpy", "pageable", "pageable_memcpy", "managed_prefetch",
                    "managed_on_demand", "mapped"]
 # bench_partial's workloads and their targets: smartarray / explicit at most this.
-PARTIAL_TARGETS = {"scalar_read": 1.2, "boundary_update": 1.2, "slice_read": 1.2, "range_for": 1.05}
+PARTIAL_TARGETS = {"scalar_read": 1.2, "boundary_update": 1.2, "slice_read": 1.2, "range_for": 1.05,
+                   "out_of_core": 1.10}
+# out_of_core's bandwidth against one pinned host-to-device copy of an array: at least this.
+OUT_OF_CORE_BANDWIDTH = 0.85
 # The provenance keys written by benchmarks/bench_main.cpp.
 PROVENANCE_KEYS = ["git_commit", "smartarray_version", "build_type", "backend", "gpu_name",
                    "gpu_compute_capability", "gpu_driver", "cuda_driver", "cuda_runtime",
@@ -797,6 +800,30 @@ def partial_ratio(res, workload):
             ok, source)
 
 
+def out_of_core_bandwidth(res):
+    """out_of_core's bandwidth against pinned_h2d's at the same size. The copies run both ways at
+    once (full duplex), so the bound is the larger of the bytes in and out, equal here: the
+    fraction is the pinned copy's time over the out-of-core call's."""
+    source = "targets_partial" if res.get("targets_partial") else "bench_partial"
+    result = res.get(source)
+    if not result:
+        return None
+    pinned = repetitions(result, r"BM_pinned_h2d/(\d+)", us)
+    chunked = repetitions(result, r"BM_out_of_core/smartarray/(\d+)", us)
+    cells, ok = [], True
+    for key, times in sorted(pinned.items()):
+        if key not in chunked:
+            continue
+        fraction = median(times) / median(chunked[key])
+        ok = ok and fraction >= OUT_OF_CORE_BANDWIDTH
+        cell = f"{fraction:.1%}"
+        cells.append((int(key[0]), cell if fraction >= OUT_OF_CORE_BANDWIDTH else f"**{cell}**"))
+    if not cells:
+        return None
+    return (" / ".join(c for _, c in cells) + " (" + " / ".join(short_n(n) for n, _ in cells) + ")",
+            ok, f"{source}.json")
+
+
 def headline_copies(res):
     p = res.get("bench_pipelines")
     if not p:
@@ -846,6 +873,10 @@ TARGETS = [
            lambda r: partial_ratio(r, "slice_read")),
     Target("partial", "range-for over a device-written array <= 1.05x a full copy and the same "
            "loop", lambda r: partial_ratio(r, "range_for")),
+    Target("partial", "out-of-core transform over arrays of 4x the device budget <= 1.10x a "
+           "hand-written double-buffered loop", lambda r: partial_ratio(r, "out_of_core")),
+    Target("partial", "out-of-core transform >= 85% of the pinned host-to-device bandwidth "
+           "(full duplex: the larger of the bytes in and out)", out_of_core_bandwidth),
 ]
 
 

@@ -32,6 +32,7 @@ run bench_pipelines '^BM_((add|gaussian|polar|chain10|iterative)/(explicit|smart
 # issue 6: explicit against pinned, pageable against pageable memcpy, managed prefetch against on demand.
 run bench_modes '/(explicit|pinned_memcpy|pageable|pageable_memcpy|managed_prefetch|managed_on_demand)/' targets_modes
 # Partial residency: smartarray against explicit when the host reads or writes part of an array
-# that the device works on (bench_partial; copy_latency has no target).
-run bench_partial '^BM_(scalar_read|boundary_update|slice_read|range_for)/' targets_partial
+# that the device works on, and out-of-core calls against a hand-written loop and the pinned
+# bandwidth (bench_partial; copy_latency has no target).
+run bench_partial '^BM_((scalar_read|boundary_update|slice_read|range_for|out_of_core)/|pinned_h2d/)' targets_partial
 exit ${status}

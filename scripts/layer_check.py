@@ -25,7 +25,7 @@ MEMBERS = {
     "memory": ["memory/", "src/memory/"],
     "views": ["views/"],
     "core": ["core/", "src/core/", "src/parallel_copy.hpp", "src/parallel_copy.cpp"],
-    "adapters": ["adapters/"],
+    "adapters": ["adapters/", "src/adapters/"],
     "umbrella": ["smartarray.hpp", "*.hpp"],
 }
 

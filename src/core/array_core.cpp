@@ -336,6 +336,22 @@ void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bo
   }
 }
 
+void ArrayCore::upload_chunk(std::byte* device, ByteRange range, StreamRef stream,
+                             const smartarray::source_location& where) {
+  Transaction transaction(*this, Transaction::Kind::inspect, &where);
+  runtime().copy_async(device, buffers_.host + range.begin, range.size(),
+                       CopyKind::host_to_device, stream);
+  context("out-of-core chunk", where).note_transfer(TransferKind::h2d, range.size());
+}
+
+void ArrayCore::download_chunk(const std::byte* device, ByteRange range, StreamRef stream,
+                               const smartarray::source_location& where) {
+  Transaction transaction(*this, Transaction::Kind::inspect, &where);
+  runtime().copy_async(buffers_.host + range.begin, device, range.size(),
+                       CopyKind::device_to_host, stream);
+  context("out-of-core chunk", where).note_transfer(TransferKind::d2h, range.size());
+}
+
 void ArrayCore::host_changed() {
   Transaction transaction(*this, Transaction::Kind::change);
   SMARTARRAY_EXPECTS(state_.valid(Side::host), logic_error,

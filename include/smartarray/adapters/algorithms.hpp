@@ -18,10 +18,13 @@
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/adapters/detail/adapter_traits.hpp>
+#include <smartarray/adapters/detail/chunked.hpp>
 #include <smartarray/core/detail/array_factory.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <type_traits>
 
 namespace smartarray {
@@ -43,6 +46,16 @@ std::size_t first_of(const A& argument) noexcept {
     return argument.first();
   } else {
     return 0;
+  }
+}
+
+/// The elements of a writable array or slice, as a slice.
+template <typename A>
+auto writable_slice(A& argument) {
+  if constexpr (is_slice_v<A>) {
+    return argument;
+  } else {
+    return argument.slice(0, argument.size());
   }
 }
 
@@ -68,6 +81,15 @@ void copy_elements(Dst& dst, const Src& src, StreamRef stream,
                        ", ", to_first + dst.size(), "): the ranges overlap");
   }
   if (src.empty()) return;
+  if (runs_in_chunks(0, dst, src)) {
+    // Arrays that together do not fit the device budget are copied on the host: the source's
+    // host copy is made whole, and one parallel memcpy writes the destination's, which becomes
+    // valid on the host only. No device memory is used.
+    const std::span<const T> from = chunk_source_t<Src>::whole(src).host_view(std::nullopt, where);
+    const std::span<T> to = writable_slice(dst).host_view(Access::discard, std::nullopt, where);
+    parallel_copy(to.data(), from.data(), from.size_bytes());
+    return;
+  }
   const DeviceView<const T> from = src.device_view(stream, where);
   const DeviceView<T> to = dst.device_view(Access::discard, stream, where);
   ArrayFactory::copy_device(array_of(dst), to, from, stream, where);
@@ -162,6 +184,13 @@ template <typename T>
 void fill(SmartArray<T>& a, std::type_identity_t<T> value, StreamRef stream = {},
           smartarray::source_location where = smartarray::source_location::current()) {
   if (a.empty()) return;
+  if (detail::runs_in_chunks(0, a)) {
+    // An array that does not fit the device budget is filled on the host, which then alone holds
+    // it: no device memory, no copy.
+    const std::span<T> host = a.host_view(Access::discard, std::nullopt, where);
+    std::fill(host.begin(), host.end(), value);
+    return;
+  }
   detail::require_kernel_compiler("fill", a.size());
   for_each_index(a.size(), detail::FillOp<T>{a.device_view(Access::discard, stream, where), value},
                  stream);
@@ -186,6 +215,12 @@ void fill(Slice<T> s, std::type_identity_t<std::remove_const_t<T>> value, Stream
                 "non-const array)");
   if constexpr (!std::is_const_v<T>) {
     if (s.empty()) return;
+    if (detail::runs_in_chunks(0, s)) {
+      // As for an array: on the host, which then alone holds the slice's range.
+      const std::span<T> host = s.host_view(Access::discard, std::nullopt, where);
+      std::fill(host.begin(), host.end(), value);
+      return;
+    }
     detail::require_kernel_compiler("fill", s.size());
     for_each_index(s.size(),
                    detail::FillOp<T>{s.device_view(Access::discard, stream, where), value}, stream);

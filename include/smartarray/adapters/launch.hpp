@@ -51,6 +51,7 @@
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/adapters/detail/adapter_traits.hpp>
+#include <smartarray/adapters/detail/chunked.hpp>
 #include <smartarray/runtime/detail/cuda_check.hpp>
 
 #include <cuda/std/mdspan>
@@ -389,6 +390,31 @@ void check_argument_range(const A& argument) {
   }
 }
 
+/// The device-buffer bytes of a launch argument (chunked.hpp), looking through shaped(...).
+template <typename A>
+std::size_t launch_bytes_of(const A& argument) {
+  if constexpr (is_shaped_v<A>) {
+    return device_bytes_of(argument.argument());
+  } else {
+    return device_bytes_of(argument);
+  }
+}
+
+/// Throws out_of_memory, naming the bytes and the budget, when the arrays of one launch need more
+/// device memory than the device budget: a raw kernel needs them all on the device at once, and
+/// evicting its own arguments to make room would thrash.
+template <typename... Args>
+void check_launch_budget(const Args&... args) {
+  const std::size_t bytes = (launch_bytes_of(args) + ... + std::size_t{0});
+  if (bytes == 0) return;
+  const std::size_t budget = device_budget();
+  if (bytes <= budget) return;
+  throw out_of_memory(concat(
+      "launch of a kernel over arrays of ", bytes, " bytes: more than the device budget of ",
+      budget, " bytes (set_device_budget, SMARTARRAY_DEVICE_BUDGET). A raw kernel needs all its "
+      "arrays on the device at once; transform and map run arrays that do not fit in chunks"));
+}
+
 template <typename... Params>
 struct TypeList {};
 
@@ -397,6 +423,7 @@ std::tuple<Params...> bind_kernel_args(TypeList<Params...>, std::index_sequence<
                                        StreamRef stream, const smartarray::source_location& where,
                                        Args&&... args) {
   (check_argument_range(args), ...);
+  check_launch_budget(args...);
   std::tuple<Params...> parameters{
       bind_argument<Params>(std::forward<Args>(args), stream, where)...};
   (bind_discarded<Params, Args>(std::get<I>(parameters), args, stream, where), ...);

@@ -26,6 +26,7 @@
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
+#include <smartarray/adapters/detail/chunked.hpp>
 
 #if defined(__CUDACC__)
 #include <smartarray/runtime/detail/cuda_check.hpp>
@@ -34,7 +35,9 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
+#include <span>
 #include <type_traits>
 #include <utility>
 
@@ -70,12 +73,60 @@ void device_reduce(DeviceView<const T> in, DeviceView<T> out, T init, Op op, Str
 #endif
 
 inline namespace SMARTARRAY_KERNEL_ABI {
+/// `*out = fold(op, first, in...)`, queued on `stream`, for the reduction of one chunk.
+template <typename T, typename Op>
+void fold_chunk(DeviceView<const T> in, T* out, T first, Op op, StreamRef stream) {
+  if (backend() == BackendKind::host) {
+    runtime().launch_host_func(stream, [in, out, first, op]() mutable {
+      T accumulator = first;
+      for (std::size_t i = 0; i < in.size(); ++i) accumulator = op(accumulator, in[i]);
+      *out = accumulator;
+    });
+    return;
+  }
+#if defined(__CUDACC__)
+  device_reduce(in, DeviceView<T>(out, 1), first, op, stream);
+#endif
+}
+
+template <typename T, typename A, typename Op>
+[[nodiscard]] SmartArray<T> reduce_async_of(const A& a, T init, Op op, StreamRef stream,
+                                            const smartarray::source_location& where);
+
+/// reduce_async's out-of-core path: each chunk is folded on the device from its first element
+/// (which the host holds), into one partial result per chunk, and the partials are folded from
+/// `init` (op is associative and commutative).
+template <typename T, typename A, typename Op>
+[[nodiscard]] SmartArray<T> reduce_in_chunks(const A& a, T init, Op op, StreamRef stream,
+                                             const smartarray::source_location& where) {
+  const std::size_t n = a.size();
+  const std::size_t chunk = chunk_elements("reduce", n, sizeof(T));
+  const std::array<StreamRef, 2> streams = chunk_streams();
+  const ChunkedOperand<A> operand(a, chunk, streams, where);
+  const std::span<const T> host = chunk_source_t<A>::whole(a).host_view(std::nullopt, where);
+  SmartArray<T> partials((n + chunk - 1) / chunk, no_init);
+  T* const parts = partials.device_view(Access::discard, stream, where).data();
+  run_chunks(
+      n, chunk, streams, stream,
+      [&](std::size_t b, std::size_t first, std::size_t count, StreamRef on) {
+        operand.upload(b, first, count, on, where);
+      },
+      [&](std::size_t b, std::size_t first, std::size_t count, StreamRef on) {
+        const DeviceView<const T> in = operand.device(b, first, count);
+        fold_chunk(DeviceView<const T>(in.data() + 1, count - 1), parts + first / chunk,
+                   host[first], op, on);
+      },
+      [](std::size_t, std::size_t, std::size_t, StreamRef) {});
+  return reduce_async_of<T>(partials, init, std::move(op), stream, where);
+}
+
 /// reduce_async of an array or a slice: both are read through `device_view(stream, where)`.
 template <typename T, typename A, typename Op>
 [[nodiscard]] SmartArray<T> reduce_async_of(const A& a, T init, Op op, StreamRef stream,
                                             const smartarray::source_location& where) {
   if (a.empty()) return SmartArray<T>(1, init);
   require_kernel_compiler("reduce", a.size());
+  if (runs_in_chunks(sizeof(T), a)) return reduce_in_chunks<T>(a, init, std::move(op), stream, where);
   SmartArray<T> result(1, no_init);
   const DeviceView<const T> in = a.device_view(stream, where);
   const DeviceView<T> out = result.device_view(Access::discard, stream, where);

@@ -46,6 +46,7 @@
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/adapters/detail/adapter_traits.hpp>
+#include <smartarray/adapters/detail/chunked.hpp>
 #include <smartarray/core/detail/array_factory.hpp>
 
 #include <cuda/std/tuple>
@@ -231,6 +232,19 @@ decltype(auto) with_trailing_stream(Body&& body, Args&&... args) {
 /// arity is an overload of its own, so that the call site can be a defaulted last parameter.
 inline constexpr std::size_t max_elementwise_arguments = 8;
 
+/// The elements an output (an array, a slice or out(...)) overwrites, as a slice.
+template <typename Output>
+Slice<typename OutputTraits<std::remove_cvref_t<Output>>::value_type> output_slice(
+    Output& output) {
+  if constexpr (is_out_v<Output>) {
+    return output.slice() ? *output.slice() : output.array().slice(0, output.array().size());
+  } else if constexpr (is_slice_v<Output>) {
+    return output;
+  } else {
+    return output.slice(0, output.size());
+  }
+}
+
 inline namespace SMARTARRAY_KERNEL_ABI {
 template <typename Output, typename F, typename... Ins>
 void transform_on(const smartarray::source_location& where, StreamRef stream, Output& output, F f,
@@ -251,6 +265,19 @@ void transform_on(const smartarray::source_location& where, StreamRef stream, Ou
     const void* output_array = array_identity(output);
     const bool in_place =
         output_array != nullptr && ((array_identity(ins) == output_array) || ...);
+    // Arrays that need more device memory together than the budget run in chunks.
+    if constexpr (!is_device_view_v<Output>) {
+      const Slice<R> target = output_slice(output);
+      if (runs_in_chunks(0, target, ins...)) {
+        transform_in_chunks(
+            "transform", target, in_place, stream, where,
+            [&f](DeviceView<R> out, auto... operands) {
+              return TransformOp<F, R, decltype(operands)...>{f, out, {operands...}};
+            },
+            ins...);
+        return;
+      }
+    }
     // Operands first, then the output: an in-place operand is read before it is overwritten.
     TransformOp<F, R, decltype(device_operand(ins, stream, where))...> op{
         f, {}, {device_operand(ins, stream, where)...}};
@@ -286,8 +313,11 @@ template <typename F, typename... Args>
         (check_in_range(ins), ...);
         require_kernel_compiler("map", n);
         // Valid on the device only, written there on `stream` (the kernel below is its first
-        // use): no memory on the host until it is read there.
-        SmartArray<R> result = ArrayFactory::device_only<R>(n, stream, ArrayOptions{});
+        // use): no memory on the host until it is read there. A result that does not fit the
+        // device budget with the operands is made on the host, and filled in chunks.
+        SmartArray<R> result = runs_in_chunks(n * sizeof(R), ins...)
+                                   ? SmartArray<R>(n, no_init)
+                                   : ArrayFactory::device_only<R>(n, stream, ArrayOptions{});
         transform_on(where, stream, result, f, ins...);
         return result;
       },

@@ -134,6 +134,16 @@ class ArrayCore {
   /// `dst` (this array's, acquired for writing) on `stream`; counted on this array and traced.
   void copy_device_in(std::byte* dst, const std::byte* src, std::size_t bytes, StreamRef stream,
                       const smartarray::source_location& where);
+  /// Out-of-core chunks: queues the copy of the host bytes `range` (which the host holds) to
+  /// `device`, memory outside the array, on `stream`, counted as this array's upload. The state
+  /// does not change; the caller waits for `stream` before the host buffer may change.
+  void upload_chunk(std::byte* device, ByteRange range, StreamRef stream,
+                    const smartarray::source_location& where);
+  /// Out-of-core chunks: queues the copy of `device` into the host bytes `range` (which the host
+  /// alone holds, acquired for writing) on `stream`, counted as this array's download. The caller
+  /// waits for `stream` before anyone reads them.
+  void download_chunk(const std::byte* device, ByteRange range, StreamRef stream,
+                      const smartarray::source_location& where);
   /// Copies `bytes` bytes of the valid data to `dst` (host memory) on `stream` without changing
   /// the residency: from the device when the host copy is stale (one D2H), else with a memcpy.
   /// With `wait` false the device copy may still run when this returns.
