@@ -506,10 +506,10 @@ struct AddCallChunk {
 std::size_t out_of_core_budget(std::size_t n) { return n * sizeof(float) / 4; }
 
 /// The chunk of the library's out-of-core calls (adapters/detail/chunked.hpp) for two float
-/// arrays: their two buffers each within half the budget, a multiple of 256 elements. The
-/// hand-written loop uses the same.
+/// arrays: a buffer per array and slot within half the budget, a multiple of 256 elements. The
+/// hand-written loop uses the same chunks, double-buffered.
 std::size_t out_of_core_chunk(std::size_t n) {
-  return out_of_core_budget(n) / 2 / (2 * 2 * sizeof(float)) / 256 * 256;
+  return out_of_core_budget(n) / 2 / (sa::detail::chunk_slots * 2 * sizeof(float)) / 256 * 256;
 }
 
 class OutOfCore : public Contender {

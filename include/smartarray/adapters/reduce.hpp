@@ -101,7 +101,7 @@ template <typename T, typename A, typename Op>
                                              const smartarray::source_location& where) {
   const std::size_t n = a.size();
   const std::size_t chunk = chunk_elements("reduce", n, sizeof(T));
-  const std::array<StreamRef, 2> streams = chunk_streams();
+  const std::array<StreamRef, chunk_slots> streams = chunk_streams();
   const ChunkedOperand<A> operand(a, chunk, streams, where);
   const std::span<const T> host = chunk_source_t<A>::whole(a).host_view(std::nullopt, where);
   SmartArray<T> partials((n + chunk - 1) / chunk, no_init);
