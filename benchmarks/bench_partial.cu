@@ -709,6 +709,37 @@ void pinned_h2d(benchmark::State& state) {
   raw.free_pinned(pinned);
 }
 
+/// pinned_duplex: a host-to-device copy and a device-to-host copy of state.range(0) floats each,
+/// from and to pinned memory, on two streams at once: what the copy engines reach when out-of-core
+/// calls run both ways together.
+void pinned_duplex(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const sa::Stream up_stream;
+  const sa::Stream down_stream;
+  const Raw up(up_stream);
+  const Raw down(down_stream);
+  float* device_in = up.allocate_device<float>(n);
+  float* device_out = up.allocate_device<float>(n);
+  float* pinned_in = up.allocate_pinned<float>(n);
+  float* pinned_out = up.allocate_pinned<float>(n);
+  std::fill(pinned_in, pinned_in + n, 1.5F);
+  up.launch(n, Fill{device_out, 1});  // the download reads written memory
+  up.synchronize();
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    up.copy_to_device_async(device_in, pinned_in, n * sizeof(float));
+    down.copy_to_host_async(pinned_out, device_out, n * sizeof(float));
+    up.synchronize();
+    down.synchronize();
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
+  up.free_device(device_in);
+  up.free_device(device_out);
+  up.free_pinned(pinned_in);
+  up.free_pinned(pinned_out);
+}
+
 /// The workloads: their explicit and smartarray contenders.
 struct Workload {
   const char* name;
@@ -733,6 +764,7 @@ const Sizes full_sizes{{"scalar_read", {1'000'000, 16'000'000, 100'000'000}},
                        {"range_for", {16'000'000}},
                        {"out_of_core", {1 << 28}},
                        {"pinned_h2d", {1 << 28}},
+                       {"pinned_duplex", {1 << 28}},
                        {"copy_latency",
                         {4, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20}}};
 /// CTest's smoke (--quick): arrays of less than one tile (10,000 floats: the tiles are clipped at
@@ -743,6 +775,7 @@ const Sizes quick_sizes{{"scalar_read", {10'000, 100'000}},
                         {"range_for", {100'000}},
                         {"out_of_core", {1 << 21}},
                         {"pinned_h2d", {1 << 21}},
+                        {"pinned_duplex", {1 << 21}},
                         {"copy_latency", {4, 64 << 10}}};
 
 void register_all(const Sizes& sizes) {
@@ -759,6 +792,7 @@ void register_all(const Sizes& sizes) {
   }
   add("copy_latency", "copy_latency", copy_latency);
   add("pinned_h2d", "pinned_h2d", pinned_h2d);
+  add("pinned_duplex", "pinned_duplex", pinned_duplex);
 }
 
 }  // namespace

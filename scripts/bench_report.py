@@ -809,6 +809,7 @@ def out_of_core_bandwidth(res):
     if not result:
         return None
     pinned = repetitions(result, r"BM_pinned_h2d/(\d+)", us)
+    duplex = repetitions(result, r"BM_pinned_duplex/(\d+)", us)
     chunked = repetitions(result, r"BM_out_of_core/smartarray/(\d+)", us)
     cells, ok = [], True
     for key, times in sorted(pinned.items()):
@@ -817,6 +818,9 @@ def out_of_core_bandwidth(res):
         fraction = median(times) / median(chunked[key])
         ok = ok and fraction >= OUT_OF_CORE_BANDWIDTH
         cell = f"{fraction:.1%}"
+        if key in duplex:
+            # What the copy engines reach both ways at once, against the same one-way copy.
+            cell += f" (both ways at once: {median(times) / median(duplex[key]):.1%})"
         cells.append((int(key[0]), cell if fraction >= OUT_OF_CORE_BANDWIDTH else f"**{cell}**"))
     if not cells:
         return None

@@ -34,5 +34,5 @@ run bench_modes '/(explicit|pinned_memcpy|pageable|pageable_memcpy|managed_prefe
 # Partial residency: smartarray against explicit when the host reads or writes part of an array
 # that the device works on, and out-of-core calls against a hand-written loop and the pinned
 # bandwidth (bench_partial; copy_latency has no target).
-run bench_partial '^BM_((scalar_read|boundary_update|slice_read|range_for|out_of_core)/|pinned_h2d/)' targets_partial
+run bench_partial '^BM_((scalar_read|boundary_update|slice_read|range_for|out_of_core)/|pinned_(h2d|duplex)/)' targets_partial
 exit ${status}
