@@ -184,8 +184,11 @@ struct PoolResource::State {
   std::uint64_t upstream_allocations = 0;
   std::uint64_t upstream_releases = 0;
   std::uint64_t releases = 0;         ///< numbers the releases, for `Block::release`
-  /// The hard limit now (set_maximum_size() changes it; options.maximum_size is the one built).
+  /// The hard limit now (set_maximum_size() changes it; options.maximum_size is the one built),
+  /// and the same for readers without the lock (every adapter call reads the device budget);
+  /// no_limit for none.
   std::optional<std::size_t> limit;
+  std::atomic<std::size_t> published_limit{limit.value_or(no_limit)};
   /// The runtime's subscription that forgets streams here (set once, at construction).
   std::uint64_t forgotten_streams = 0;
   std::array<SizeStack, cached_block_max / granularity> cached{};  ///< by size / granularity - 1
@@ -625,13 +628,14 @@ MemoryResource& PoolResource::upstream() const noexcept { return state_->upstrea
 const PoolOptions& PoolResource::options() const noexcept { return state_->options; }
 
 std::optional<std::size_t> PoolResource::maximum_size() const {
-  const std::lock_guard lock(state_->mutex);
-  return state_->limit;
+  const std::size_t limit = state_->published_limit.load(std::memory_order_relaxed);
+  return limit == no_limit ? std::nullopt : std::optional<std::size_t>(limit);
 }
 
 void PoolResource::set_maximum_size(std::optional<std::size_t> bytes) {
   const std::lock_guard lock(state_->mutex);
   state_->limit = bytes ? std::optional<std::size_t>(round_down(*bytes)) : std::nullopt;
+  state_->published_limit.store(state_->limit.value_or(no_limit), std::memory_order_relaxed);
 }
 
 void* PoolResource::do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment,

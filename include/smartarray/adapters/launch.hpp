@@ -399,15 +399,25 @@ std::size_t launch_bytes_of(const A& argument) {
     return device_bytes_of(argument);
   }
 }
+/// array_bytes_of() of a launch argument, looking through shaped(...).
+template <typename A>
+std::size_t launch_array_bytes_of(const A& argument) noexcept {
+  if constexpr (is_shaped_v<A>) {
+    return array_bytes_of(argument.argument());
+  } else {
+    return array_bytes_of(argument);
+  }
+}
 
 /// Throws out_of_memory, naming the bytes and the budget, when the arrays of one launch need more
 /// device memory than the device budget: a raw kernel needs them all on the device at once, and
 /// evicting its own arguments to make room would thrash.
 template <typename... Args>
 void check_launch_budget(const Args&... args) {
-  const std::size_t bytes = (launch_bytes_of(args) + ... + std::size_t{0});
-  if (bytes == 0) return;
+  // Every launch asks: first the sizes alone, which rule out all launches that fit.
   const std::size_t budget = device_budget();
+  if ((launch_array_bytes_of(args) + ... + std::size_t{0}) <= budget) return;
+  const std::size_t bytes = (launch_bytes_of(args) + ... + std::size_t{0});
   if (bytes <= budget) return;
   throw out_of_memory(concat(
       "launch of a kernel over arrays of ", bytes, " bytes: more than the device budget of ",

@@ -81,7 +81,7 @@ using chunk_source_t = ChunkSource<std::remove_cvref_t<A>>;
 template <typename A>
 [[nodiscard]] bool has_device_buffer(const A& argument) {
   if constexpr (chunk_source_t<A>::is_chunkable) {
-    const MemoryMode mode = chunk_source_t<A>::array(argument).get_allocator().options().mode;
+    const MemoryMode mode = ArrayFactory::core(chunk_source_t<A>::array(argument)).mode();
     return mode == MemoryMode::explicit_copy || mode == MemoryMode::pageable;
   } else {
     (void)argument;
@@ -89,19 +89,23 @@ template <typename A>
   }
 }
 
-/// The device-buffer bytes that argument `argument` needs (arrays, slices and out(...) with a
-/// device buffer of their own; views and scalars none). A slice's device acquire takes its whole
-/// array's buffer, so a slice counts its array's size.
+/// The bytes of the array behind argument `argument` (arrays, slices and out(...); views and
+/// scalars none). A slice's device acquire takes its whole array's buffer, so a slice counts its
+/// array's size.
 template <typename A>
-[[nodiscard]] std::size_t device_bytes_of(const A& argument) {
+[[nodiscard]] std::size_t array_bytes_of(const A& argument) noexcept {
   if constexpr (chunk_source_t<A>::is_chunkable) {
-    if (!has_device_buffer(argument)) return 0;
     return chunk_source_t<A>::array(argument).size() *
            sizeof(typename chunk_source_t<A>::value_type);
   } else {
     (void)argument;
     return 0;
   }
+}
+/// array_bytes_of() of an array with a device buffer of its own (has_device_buffer()), else 0.
+template <typename A>
+[[nodiscard]] std::size_t device_bytes_of(const A& argument) {
+  return has_device_buffer(argument) ? array_bytes_of(argument) : 0;
 }
 /// Bytes per element that the chunks of argument `A` take on the device.
 template <typename A>
@@ -207,9 +211,10 @@ class ChunkedOperand {
 /// keeps a device buffer of its own (has_device_buffer()).
 template <typename... Args>
 [[nodiscard]] bool runs_in_chunks(std::size_t result_bytes, const Args&... args) {
-  const std::size_t bytes = (device_bytes_of(args) + ... + result_bytes);
-  if (bytes == 0 || bytes <= device_budget()) return false;
-  return (has_device_buffer(args) && ...);
+  // Every call asks: first the sizes alone, which rule out all calls that fit.
+  const std::size_t budget = device_budget();
+  if ((array_bytes_of(args) + ... + result_bytes) <= budget) return false;
+  return (device_bytes_of(args) + ... + result_bytes) > budget && (has_device_buffer(args) && ...);
 }
 
 /// Runs `n` elements in chunks of `chunk`: chunk k, on the stream and buffers of slot k %
