@@ -26,10 +26,15 @@ void ArrayCore::refresh_state() noexcept {
 }
 
 void ArrayCore::refresh_element_windows() noexcept {
+  const std::size_t size = state_.size();
+  // No element accessed on a partial host copy, and no window left from one: nothing to do.
+  if (element_.hint >= size && element_.write_count == 0 &&
+      read_window_.load(std::memory_order_relaxed) == 0) {
+    return;
+  }
   std::uint64_t read = 0;
   element_.write_first = 0;
   element_.write_count = 0;
-  const std::size_t size = state_.size();
   if (element_.hint < size && !state_.is_unwritten() && !host_writable_) {
     const unsigned shift = placement_.storage.tile_shift;
     const std::size_t tile = std::size_t{1} << shift;
@@ -75,6 +80,13 @@ void ArrayCore::start_views() noexcept {
   observers_.view_device = view_address();
   observers_.view_device_ranges = 0;
   observers_.view_device_scattered = false;
+  if (state_.device_whole()) {  // the common case, without walking the runs
+    if (state_.size() > 0) {
+      observers_.view_device_held[0] = {0, state_.size()};
+      observers_.view_device_ranges = 1;
+    }
+    return;
+  }
   state_.for_each_held(Side::device, state_.size(), [&](ByteRange range) {
     if (observers_.view_device_ranges == observers_.view_device_held.size()) {
       observers_.view_device_scattered = true;
@@ -85,8 +97,9 @@ void ArrayCore::start_views() noexcept {
 }
 
 bool ArrayCore::device_lost_viewed_bytes() const noexcept {
+  if (state_.device_whole()) return false;
   // Scattered: a check that may call a current view stale, never the reverse.
-  if (observers_.view_device_scattered) return !state_.device_whole();
+  if (observers_.view_device_scattered) return true;
   for (std::size_t i = 0; i < observers_.view_device_ranges; ++i) {
     if (!state_.holds_range(Side::device, observers_.view_device_held[i])) return true;
   }

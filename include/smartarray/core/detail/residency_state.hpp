@@ -441,6 +441,14 @@ constexpr Transition ResidencyState::acquire(Side side, Access access, bool one_
   const Ordering ordering =
       access == Access::read ? Ordering::after_writer : Ordering::after_every_use;
   Transition t{CopyPlan(ordering), from};
+  const bool whole = range.begin == 0 && range.end == from.size_;
+  if (whole && access == Access::discard) {
+    // Every byte overwritten on one side: nothing to copy, and that side alone holds them (the
+    // common acquire of an output, without painting runs).
+    t.next.runs_ = side == Side::host || from.size_ == 0 ? RunList{}
+                                                         : two_runs(Holder::device, from.size_);
+    return t;
+  }
   if (access != Access::discard) {
     from.for_each_run(range, [&](ByteRange run, Holder holder) {
       if (!holds(holder, side)) t.plan.add(side, run);
