@@ -219,10 +219,6 @@ class ArrayCore {
     return (offset >> shift) - element_.write_first < element_.write_count &&
            (last >> shift) - element_.write_first < element_.write_count;
   }
-  /// The tile size of element access, in bytes.
-  [[nodiscard]] std::size_t tile_bytes() const noexcept {
-    return std::size_t{1} << placement_.storage.tile_shift;
-  }
   /// acquire() of the host side.
   std::byte* acquire_host(Access access, std::optional<StreamRef> stream,
                           const smartarray::source_location& where, bool require_written = false) {
