@@ -171,8 +171,13 @@ struct FillOp {
 }  // namespace detail
 
 inline namespace SMARTARRAY_KERNEL_ABI {
+template <typename T>
+void fill(Slice<T> s, std::type_identity_t<std::remove_const_t<T>> value, StreamRef stream = {},
+          smartarray::source_location where = smartarray::source_location::current());
+
 /**
- * @brief Sets every element of `a` to `value` on the device; `a` is acquired with `discard`.
+ * @brief Sets every element of `a` to `value` on the device, as the fill of its whole slice:
+ *        `a` is acquired with `discard`.
  * @param a the array.
  * @param value the value.
  * @param stream the stream to run on.
@@ -183,17 +188,7 @@ inline namespace SMARTARRAY_KERNEL_ABI {
 template <typename T>
 void fill(SmartArray<T>& a, std::type_identity_t<T> value, StreamRef stream = {},
           smartarray::source_location where = smartarray::source_location::current()) {
-  if (a.empty()) return;
-  if (detail::runs_in_chunks(0, a)) {
-    // An array that does not fit the device budget is filled on the host, which then alone holds
-    // it: no device memory, no copy.
-    const std::span<T> host = a.host_view(Access::discard, std::nullopt, where);
-    std::fill(host.begin(), host.end(), value);
-    return;
-  }
-  detail::require_kernel_compiler("fill", a.size());
-  for_each_index(a.size(), detail::FillOp<T>{a.device_view(Access::discard, stream, where), value},
-                 stream);
+  fill(a.slice(0, a.size()), value, stream, where);
 }
 
 /**
@@ -208,15 +203,16 @@ void fill(SmartArray<T>& a, std::type_identity_t<T> value, StreamRef stream = {}
  * @throws out_of_memory or cuda_error when the acquire or the launch fails.
  */
 template <typename T>
-void fill(Slice<T> s, std::type_identity_t<std::remove_const_t<T>> value, StreamRef stream = {},
-          smartarray::source_location where = smartarray::source_location::current()) {
+void fill(Slice<T> s, std::type_identity_t<std::remove_const_t<T>> value, StreamRef stream,
+          smartarray::source_location where) {
   static_assert(!std::is_const_v<T>,
                 "fill: a Slice<const T> cannot be written: fill a Slice<T> (a.slice(...) of a "
                 "non-const array)");
   if constexpr (!std::is_const_v<T>) {
     if (s.empty()) return;
     if (detail::runs_in_chunks(0, s)) {
-      // As for an array: on the host, which then alone holds the slice's range.
+      // A range whose array does not fit the device budget is filled on the host, which then
+      // alone holds it: no device memory, no copy.
       const std::span<T> host = s.host_view(Access::discard, std::nullopt, where);
       std::fill(host.begin(), host.end(), value);
       return;
