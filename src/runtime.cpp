@@ -150,6 +150,16 @@ void Runtime::copy_async(void* dst, const void* src, std::size_t bytes, CopyKind
   do_copy_async(dst, src, bytes, kind, stream);
 }
 
+bool Runtime::copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream) {
+  for (const CopyRange& copy : copies) {
+    SMARTARRAY_EXPECTS(copy.dst != nullptr && copy.src != nullptr, logic_error,
+                       copy_kind_name(CopyKind::host_to_device), " copy of ", copy.bytes,
+                       " bytes with a null pointer (dst ", copy.dst, ", src ", copy.src, ")");
+    check_injected_copy_failure(copy.bytes, copy_kind_name(CopyKind::host_to_device), stream);
+  }
+  return do_copy_to_device_now(copies, stream);
+}
+
 void Runtime::advise_read_mostly(const void* ptr, std::size_t bytes) {
   if (bytes == 0) return;
   do_advise_read_mostly(ptr, bytes);

@@ -275,6 +275,34 @@ TEST(HostRuntime, OneStreamRunsItsWorkInOrder) {
   rt->free_device(dev);
 }
 
+TEST(HostRuntime, CopyToDeviceNowReadsItsSourcesAtOnceAndWritesInStreamOrder) {
+  auto rt = make_runtime();
+  OwnedStream s(*rt);
+  const std::size_t n = 1000;
+  const std::vector<std::int32_t> first = random_values<std::int32_t>(n);
+  const std::vector<std::int32_t> second = random_values<std::int32_t>(2 * n);
+  std::vector<std::int32_t> sources = first;
+  sources.insert(sources.end(), second.begin(), second.end());
+  auto* dev = static_cast<std::int32_t*>(rt->allocate_device(3 * n * sizeof(std::int32_t)));
+  Gate gate;
+  rt->launch_host_func(s, gate.wait_task());
+  const std::vector<detail::CopyRange> copies{
+      {dev, sources.data(), n * sizeof(std::int32_t)},
+      {dev + n, sources.data() + n, 2 * n * sizeof(std::int32_t)}};
+  ASSERT_TRUE(rt->copy_to_device_now(copies, s));
+  poison(sources.data(), sources.size());  // the copies read their sources already
+  EXPECT_FALSE(rt->query(s));              // and write behind the gate
+  gate.open();
+  std::vector<std::int32_t> out(3 * n);
+  poison(out.data(), out.size());
+  rt->copy_async(out.data(), dev, out.size() * sizeof(std::int32_t), CopyKind::device_to_host, s);
+  rt->synchronize(s);
+  EXPECT_FALSE(gate.timed_out());
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), out.begin()));
+  EXPECT_TRUE(std::equal(second.begin(), second.end(), out.begin() + n));
+  rt->free_device(dev);
+}
+
 TEST(HostRuntime, EveryQueuedOperationWaitsForTheLatency) {
   auto rt = make_runtime(50'000);  // 50 ms, read when the runtime was made
   OwnedStream s(*rt);

@@ -43,14 +43,14 @@ bool ArrayCore::valid(Side side) const noexcept {
 
 void ArrayCore::carry_out(const CopyPlan& plan, std::byte* dst, StreamRef stream,
                           const char* reason, const smartarray::source_location& where) {
+  if (plan.copies_nothing()) return;
   const StorageContext here = context(reason, where);
-  for (const PlannedCopy& copy : plan.copies()) {
-    if (copy.to == Side::device) {
-      strategy().to_device(here, copy.range, stream);
-    } else {
-      strategy().to_host(here, dst, copy.range, stream);
-    }
+  // A plan copies one way: to the side that it acquires.
+  if (plan.copies().front().to == Side::device) {
+    strategy().to_device(here, plan.copies(), stream);
+    return;
   }
+  for (const PlannedCopy& copy : plan.copies()) strategy().to_host(here, dst, copy.range, stream);
 }
 
 std::byte* ArrayCore::acquire(Side side, Access access, std::optional<StreamRef> stream,

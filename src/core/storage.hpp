@@ -14,6 +14,7 @@
 #include <smartarray/core/detail/array_core.hpp>
 
 #include <cstddef>
+#include <span>
 
 namespace smartarray::detail {
 
@@ -57,8 +58,10 @@ class StorageStrategy {
   /// Frees a host buffer that no copy uses.
   virtual void free_unused_host(const StorageContext& context, std::byte* ptr, std::size_t bytes,
                                 bool pageable) const noexcept = 0;
-  /// Makes the device bytes `range` current from the host buffer, on `stream`.
-  virtual void to_device(const StorageContext& context, ByteRange range, StreamRef stream) const = 0;
+  /// Makes the device bytes of `copies` (a plan's, all to the device) current from the host
+  /// buffer, on `stream`.
+  virtual void to_device(const StorageContext& context, std::span<const PlannedCopy> copies,
+                         StreamRef stream) const = 0;
   /// Makes the bytes `range` of `dst` (the host buffer, its replacement, or other host memory)
   /// current from the device on `stream`, and waits for them on the host.
   virtual void to_host(const StorageContext& context, std::byte* dst, ByteRange range,

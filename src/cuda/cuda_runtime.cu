@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <functional>
 #include <memory>
 
@@ -176,6 +177,50 @@ class CudaRuntime final : public Runtime {
     SMARTARRAY_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, to_cuda(kind), to_cuda(stream)), "copy ",
                         bytes, " bytes (", static_cast<int>(kind), ") on stream ", stream.handle());
   }
+  bool do_copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream) override {
+#if CUDART_VERSION >= 12080
+    // cudaMemcpyBatchAsync rejects the legacy default stream.
+    if (stream.is_default() || to_cuda(stream) == cudaStreamLegacy) return false;
+    constexpr std::size_t most = 8;
+    if (copies.size() > most) return false;
+    std::array<void*, most> dsts{};
+    std::array<void*, most> srcs{};
+    std::array<std::size_t, most> sizes{};
+    for (std::size_t i = 0; i < copies.size(); ++i) {
+      dsts[i] = copies[i].dst;
+      srcs[i] = const_cast<void*>(copies[i].src);  // CUDA 12's signature; never written
+      sizes[i] = copies[i].bytes;
+    }
+    cudaMemcpyAttributes attributes{};
+    attributes.srcAccessOrder = cudaMemcpySrcAccessOrderDuringApiCall;
+    attributes.srcLocHint.type = cudaMemLocationTypeHost;
+    attributes.dstLocHint.type = cudaMemLocationTypeDevice;
+    attributes.dstLocHint.id = properties_.ordinal;
+    std::size_t first_copy = 0;
+#if CUDART_VERSION >= 13000
+    const cudaError_t status =
+        cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), copies.size(), &attributes,
+                             &first_copy, 1, to_cuda(stream));
+#else  // CUDA 12.8 and 12.9 also report the index of a failed copy
+    std::size_t failed = 0;
+    const cudaError_t status =
+        cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), copies.size(), &attributes,
+                             &first_copy, 1, &failed, to_cuda(stream));
+#endif
+    if (status == cudaErrorNotSupported || status == cudaErrorCallRequiresNewerDriver) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    SMARTARRAY_CUDA_TRY(status, "copy ", copies.size(), " ranges host to device on stream ",
+                        stream.handle());
+    return true;
+#else
+    (void)copies;
+    (void)stream;
+    return false;
+#endif
+  }
+
   void do_advise_read_mostly(const void* ptr, std::size_t bytes) override {
     // The device is ignored by this advice, but it must name a valid location.
     const auto device = to_cuda(Location::device, properties_.ordinal);

@@ -281,6 +281,34 @@ class HostRuntime final : public Runtime {
     queue->enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
   }
 
+  bool do_copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream) override {
+    std::shared_ptr<HostStream> queue = stream_for(stream);
+    std::size_t total = 0;
+    for (const CopyRange& copy : copies) {
+      check_copy(copy.dst, copy.src, copy.bytes, CopyKind::host_to_device, *queue);
+      total += copy.bytes;
+    }
+    // The sources are read now, as the driver reads them during the call; the destinations are
+    // written in stream order.
+    std::vector<std::byte> read(total);
+    std::vector<std::pair<void*, std::size_t>> targets;
+    targets.reserve(copies.size());
+    std::size_t offset = 0;
+    for (const CopyRange& copy : copies) {
+      std::memcpy(read.data() + offset, copy.src, copy.bytes);
+      targets.emplace_back(copy.dst, copy.bytes);
+      offset += copy.bytes;
+    }
+    queue->enqueue([read = std::move(read), targets = std::move(targets)] {
+      std::size_t from = 0;
+      for (const auto& [dst, bytes] : targets) {
+        std::memcpy(dst, read.data() + from, bytes);
+        from += bytes;
+      }
+    });
+    return true;
+  }
+
   void do_advise_read_mostly(const void* ptr, std::size_t bytes) override {
     // One memory serves both sides here: the advice changes nothing but is checked as CUDA would.
     SMARTARRAY_EXPECTS(managed_.find_containing(ptr, bytes).has_value(), logic_error,

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 
 namespace smartarray::detail {
 
@@ -24,6 +25,13 @@ enum class CopyKind { host_to_device, device_to_host, device_to_device, host_to_
 
 /// Where a managed range should live (prefetch target).
 enum class Location { host, device };
+
+/// One copy of a batch (Runtime::copy_to_device_now()).
+struct CopyRange {
+  void* dst = nullptr;
+  const void* src = nullptr;
+  std::size_t bytes = 0;
+};
 
 /// An opaque event handle of the active backend.
 using EventHandle = void*;
@@ -63,6 +71,13 @@ class Runtime {
   /// Enqueues a copy of `bytes` on `stream`. Zero bytes is a no-op. Not counted here: the core
   /// reports each logical transfer once (detail::emit_transfer), however many copies it takes.
   void copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, StreamRef stream);
+  /// Enqueues the host-to-device `copies` on `stream`, in stream order for their destinations, and
+  /// reads their host sources before it returns: the host may overwrite them at once, with no
+  /// event to wait for. No earlier work may still write those sources. False, with nothing
+  /// enqueued, where the backend cannot on this stream (the cuda backend built with CUDA before
+  /// 12.8, a driver without batched copies, the legacy default stream): copy_async() them then.
+  /// Meant for small copies: the call takes as long as reading the sources.
+  [[nodiscard]] bool copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream);
   /// Enqueues a prefetch of managed memory (reported by the core, as copies are).
   void prefetch_async(const void* ptr, std::size_t bytes, Location where, StreamRef stream);
   /// Advises the driver that managed memory is read mostly (cudaMemAdviseSetReadMostly): each
@@ -102,6 +117,7 @@ class Runtime {
   virtual void do_unregister_host(void* ptr) noexcept = 0;
   virtual void do_copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind,
                              StreamRef stream) = 0;
+  virtual bool do_copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream) = 0;
   virtual void do_prefetch_async(const void* ptr, std::size_t bytes, Location where,
                                  StreamRef stream) = 0;
   virtual void do_advise_read_mostly(const void* ptr, std::size_t bytes) = 0;
