@@ -141,6 +141,24 @@ TEST(ElementAccess, TheUploadOfAWrittenTileLeavesNothingForTheNextHostWriteToWai
   EXPECT_EQ(std::as_const(a)[1], second);
 }
 
+TEST(ElementAccess, AManagedArrayIsMadeWholeOnTheHostByItsFirstElementAccess) {
+  if (!sa::device_properties().managed_memory) GTEST_SKIP() << "no managed memory";
+  const auto values = random_values<float>(n);
+  const SmartArray<float> a = device_written(values, {.mode = sa::MemoryMode::managed});
+  const std::vector<float> expected = scaled(values);
+  const sa::TransferStats before = sa::global_transfer_stats();
+  // One buffer: a prefetch moves all of it, so the first access makes the whole host copy current
+  // and the accesses to other tiles move nothing.
+  EXPECT_EQ(a[5], expected[5]);
+  EXPECT_EQ(a[n / 2], expected[n / 2]);
+  EXPECT_EQ(a.back(), expected.back());
+  const sa::TransferStats made = sa::global_transfer_stats() - before;
+  const std::uint64_t prefetches = sa::device_properties().concurrent_managed_access ? 1 : 0;
+  EXPECT_EQ(made.prefetch_count, prefetches);
+  EXPECT_EQ(made.prefetch_bytes, prefetches * n * sizeof(float));
+  EXPECT_TRUE(a.is_valid(sa::Side::host));
+}
+
 TEST(ElementAccess, AWriteToAStaleTileFetchesItAndMarksItStaleOnTheDevice) {
   const auto values = random_values<float>(n);
   SmartArray<float> a = device_written(values);

@@ -81,6 +81,11 @@ void ArrayCore::acquire_element(Access access, std::size_t offset, std::size_t b
   const std::size_t size = state_.size();
   if (offset + bytes > size) return;  // debug builds checked the index; std::vector's rules
   if (access == Access::read) check_written(require_written, "host read", where);
+  if (one_buffer()) {
+    // A one-buffer array makes its host current whole (a managed prefetch moves every page).
+    acquire_host_range(access, {0, size}, std::nullopt, where);
+    return;
+  }
   const unsigned shift = placement_.storage.tile_shift;
   const std::size_t first_tile = offset >> shift;
   const std::size_t last_tile = (offset + bytes - 1) >> shift;
