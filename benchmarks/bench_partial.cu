@@ -22,6 +22,8 @@
 // - copy_latency/<bytes> (explicit only): one D2H copy of 4 B to 4 MiB into pinned memory and a
 //   synchronize. Its time per copy and bytes per second show where a copy's fixed cost meets its
 //   transfer time, which is what the default tile (16 KiB) is chosen by.
+// - scalar_read/smartarray_tile4k and boundary_update/smartarray_tile4k: the smartarray
+//   contender with the smallest tile, 4 KiB, instead of the default 16 KiB (docs/residency.md).
 //
 // A timed iteration is one call, bracketed by the host clock: every call returns with its work
 // done (the host holds what it read, or the last kernel finished), so this is the call's wall
@@ -202,12 +204,21 @@ class ScalarReadExplicit final : public ScalarRead {
   float* pinned_ = nullptr;
 };
 
+/// Arrays of `TileBytes` tiles; 0 is the default tile.
+template <std::size_t TileBytes>
+sa::SmartArray<float> tiled_array(std::size_t n) {
+  sa::ArrayOptions options;
+  if constexpr (TileBytes != 0) options.tile = sa::TileSize(TileBytes);
+  return sa::SmartArray<float>(n, sa::no_init, sa::Allocator<float>(options));
+}
+
+template <std::size_t TileBytes = 0>
 class ScalarReadSmart final : public ScalarRead {
  public:
   using ScalarRead::ScalarRead;
   void set_up(std::size_t n) override {
     n_ = n;
-    array_ = sa::SmartArray<float>(n, sa::no_init);
+    array_ = tiled_array<TileBytes>(n);
   }
   void call() override {
     raw_.launch(n_, Fill{array_.device_view(Access::discard, stream_).data(), ++call_});
@@ -304,12 +315,13 @@ class BoundaryUpdateExplicit final : public BoundaryUpdate {
   float* pinned_ = nullptr;
 };
 
+template <std::size_t TileBytes = 0>
 class BoundaryUpdateSmart final : public BoundaryUpdate {
  public:
   using BoundaryUpdate::BoundaryUpdate;
   void set_up(std::size_t n) override {
     n_ = n;
-    array_ = sa::SmartArray<float>(n, sa::no_init);
+    array_ = tiled_array<TileBytes>(n);
     nan_flag_ = raw_.allocate_device<int>(1);
     raw_.launch(n, Fill{array_.device_view(Access::discard, stream_).data(), 0});
     raw_.synchronize();
@@ -747,8 +759,8 @@ struct Workload {
   Factory smartarray;
 };
 const Workload workloads[] = {
-    {"scalar_read", make<ScalarReadExplicit>, make<ScalarReadSmart>},
-    {"boundary_update", make<BoundaryUpdateExplicit>, make<BoundaryUpdateSmart>},
+    {"scalar_read", make<ScalarReadExplicit>, make<ScalarReadSmart<>>},
+    {"boundary_update", make<BoundaryUpdateExplicit>, make<BoundaryUpdateSmart<>>},
     {"slice_read", make<SliceReadExplicit>, make<SliceReadSmart>},
     {"range_for", make<RangeForExplicit>, make<RangeForSmart>},
     {"out_of_core", make<OutOfCoreExplicit>, make<OutOfCoreSmart>},
@@ -790,6 +802,11 @@ void register_all(const Sizes& sizes) {
         [f = w.explicit_copies](benchmark::State& s) { measure(s, f); });
     add(name, name + "/smartarray", [f = w.smartarray](benchmark::State& s) { measure(s, f); });
   }
+  // The default tile against the smallest (docs/residency.md).
+  add("scalar_read", "scalar_read/smartarray_tile4k",
+      [](benchmark::State& s) { measure(s, make<ScalarReadSmart<4 << 10>>); });
+  add("boundary_update", "boundary_update/smartarray_tile4k",
+      [](benchmark::State& s) { measure(s, make<BoundaryUpdateSmart<4 << 10>>); });
   add("copy_latency", "copy_latency", copy_latency);
   add("pinned_h2d", "pinned_h2d", pinned_h2d);
   add("pinned_duplex", "pinned_duplex", pinned_duplex);
