@@ -211,12 +211,14 @@ class ExplicitStorage final : public TwoBufferStorage {
     }
   }
 
-  /// Small copies (element and tile uploads) read their host bytes before the call returns
-  /// (Runtime::copy_to_device_now()): no copy is left reading the host buffer, so no event is
-  /// recorded for later host writers and none of them waits. On the H100 machine the event added
-  /// about 2 us to a call of two small uploads and a kernel (17 to 19 us); one batched call that
-  /// reads its sources at once took less than the two plain copies. False when the copies are not
-  /// small or the backend cannot on this stream.
+  /// Small copies (element and tile uploads) on an idle stream read their host bytes before the
+  /// call returns (Runtime::copy_to_device_now()): no copy is left reading the host buffer, so no
+  /// event is recorded for later host writers and none of them waits. On the H100 machine the
+  /// event added about 2 us to a call of two small uploads and a kernel (17 to 19 us); one batched
+  /// call that reads its sources at once took less than the two plain copies. On a busy stream the
+  /// driver's batched call waits for the stream's earlier work (measured), which would hold the
+  /// host back: such copies take the asynchronous path. False when the copies are not small, the
+  /// stream is busy or the backend cannot on this stream.
   static bool upload_now(const ArrayCore::Buffers& buffers, std::span<const PlannedCopy> copies,
                          StreamRef stream) {
     if (copies.size() > upload_now_max_copies) return false;
@@ -226,7 +228,8 @@ class ExplicitStorage final : public TwoBufferStorage {
       if (range.size() > upload_now_max_bytes) return false;
       batch[i] = {buffers.device + range.begin, buffers.host + range.begin, range.size()};
     }
-    return runtime().copy_to_device_now({batch.data(), copies.size()}, stream);
+    return runtime().query(stream) &&
+           runtime().copy_to_device_now({batch.data(), copies.size()}, stream);
   }
 
   void download(const StorageContext& context, std::byte* dst, ByteRange range,

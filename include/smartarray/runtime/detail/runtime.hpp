@@ -76,7 +76,8 @@ class Runtime {
   /// event to wait for. No earlier work may still write those sources. False, with nothing
   /// enqueued, where the backend cannot on this stream (the cuda backend built with CUDA before
   /// 12.8, a driver without batched copies, the legacy default stream): copy_async() them then.
-  /// Meant for small copies: the call takes as long as reading the sources.
+  /// Meant for small copies on an idle stream: the call takes as long as reading the sources, and
+  /// the cuda backend's also waits for the stream's earlier work.
   [[nodiscard]] bool copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream);
   /// Enqueues a prefetch of managed memory (reported by the core, as copies are).
   void prefetch_async(const void* ptr, std::size_t bytes, Location where, StreamRef stream);
