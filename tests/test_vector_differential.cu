@@ -134,6 +134,12 @@ class Differential {
 
   /// A host read: a stale prefix comes back in one copy.
   static void read_host(Slot& s) { sa::test::read_separate_host<T>(s); }
+  /// True when one tile holds the whole array: element access then moves what the whole-array
+  /// residency model says. On a larger array it moves only its tiles, which test_range_property
+  /// models; element accesses here then come after a bulk access that makes the host copy whole.
+  static bool one_tile(const Slot& s) {
+    return s.model.size() * sizeof(T) <= s.array.get_allocator().options().tile.bytes();
+  }
   /// A host write (read_write): as a read, then the device copy is stale.
   static void write_host(Slot& s) {
     read_host(s);
@@ -579,6 +585,7 @@ class Differential {
         const SmartArray<T>& c = x.array;
         if (n > 0) {
           read_host(x);
+          if (!one_tile(x)) (void)c.data();
           const std::size_t at = pick(n);
           if (c[at] != x.model[at] || c.at(at) != x.model[at] || c.front() != x.model.front() ||
               c.back() != x.model.back() || c.data()[at] != x.model[at]) {
@@ -601,6 +608,7 @@ class Differential {
         const std::size_t form = pick(6);
         note(x, " mutable access (form " + std::to_string(form) + ")");
         write_host(x);
+        if (form <= 2 && !one_tile(x)) (void)x.array.data();
         const std::size_t at = pick(n);
         const T v = value();
         if (form == 0) {

@@ -671,7 +671,7 @@ class ApiModel {
     if (form == 3 && n > 0) {  // an element of the array itself: copied before any growth
       const std::size_t at = in.pick(n);
       note(x, ".push_back(own [" + str(at) + "])");
-      apply([&] { x.array.push_back(std::as_const(x.array)[at]); },
+      apply([&] { x.array.push_back(own(x, at)); },
             [&] {
               read_host(x);
               grow(x, n + 1);
@@ -721,7 +721,7 @@ class ApiModel {
     } else {
       const std::size_t at = in.pick(n);
       note(x, ".resize(" + str(m) + ", own [" + str(at) + "])");
-      apply([&] { x.array.resize(m, std::as_const(x.array)[at]); },
+      apply([&] { x.array.resize(m, own(x, at)); },
             [&] {
               read_host(x);
               resize_model(x, m, x.model[at]);
@@ -853,7 +853,7 @@ class ApiModel {
         const std::size_t at = in.pick(n);
         inserted.assign(count, x.model[at]);
         note(x, ".insert(cbegin() + " + str(k) + ", " + str(count) + ", own [" + str(at) + "])");
-        call = [&, count, at] { it = a.insert(a.cbegin() + k, count, std::as_const(a)[at]); };
+        call = [&, count, at] { it = a.insert(a.cbegin() + k, count, own(x, at)); };
         break;
       }
     }
@@ -1008,7 +1008,7 @@ class ApiModel {
         if (n == 0) return;
         const std::size_t at = in.pick(n);
         note(x, ".assign(" + str(m) + ", own [" + str(at) + "])");
-        apply([&] { x.array.assign(m, std::as_const(x.array)[at]); },
+        apply([&] { x.array.assign(m, own(x, at)); },
               [&] {
                 read_host(x);
                 assign_model(x, std::vector<Element>(m, x.model[at]));
@@ -1218,6 +1218,20 @@ class ApiModel {
         });
   }
 
+  /// True when one tile holds the whole array: element access then moves what the model's
+  /// whole-array residency says (a host suffix, a device prefix). On a larger array it moves only
+  /// its tiles, which test_range_property models; the element accesses here then come after a
+  /// bulk access that makes the host copy whole, as the model assumes.
+  static bool one_tile(const Slot& s) {
+    return s.model.size() * sizeof(Element) <= s.array.get_allocator().options().tile.bytes();
+  }
+
+  /// Element `at` of `s`'s array, read as the model assumes (see one_tile()).
+  static const Element& own(const Slot& s, std::size_t at) {
+    if (!one_tile(s)) (void)std::as_const(s.array).data();
+    return std::as_const(s.array)[at];
+  }
+
   void const_reads(ByteReader& in, Slot& x) {
     const std::size_t n = x.model.size();
     const std::size_t at = n > 0 ? in.pick(n) : 0;
@@ -1225,6 +1239,7 @@ class ApiModel {
     const SmartArray<Element>& c = x.array;
     apply(
         [&] {
+          if (!one_tile(x)) (void)c.data();
           if (n > 0 &&
               (c[at] != x.model[at] || c.at(at) != x.model[at] || c.front() != x.model.front() ||
                c.back() != x.model.back() || c.data()[at] != x.model[at])) {
@@ -1253,6 +1268,7 @@ class ApiModel {
     note(x, " mutable access (form " + str(form) + ") at " + str(at));
     apply(
         [&] {
+          if (form <= 2 && !one_tile(x)) (void)x.array.data();
           if (form == 0) {
             x.array[at] = v;
           } else if (form == 1) {
