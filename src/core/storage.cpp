@@ -139,7 +139,9 @@ class TwoBufferStorage : public StorageStrategy {
     // The copies write the device buffer: they follow every earlier use of it on other streams.
     context.order().join_users(stream);
     upload(context, copies, stream);
-    for (const PlannedCopy& copy : copies) context.note_transfer(TransferKind::h2d, copy.range.size());
+    for (const PlannedCopy& copy : copies) {
+      context.note_transfer(TransferKind::h2d, copy.range.size());
+    }
     context.order().set_exclusive(stream);
   }
 

@@ -25,9 +25,10 @@ namespace smartarray {
  *        `front()` and `back()` on a stale host copy fetch the tile that holds the element, and a
  *        write marks only that tile stale on the device.
  *
- * A power of two from 4 KiB to 1 GiB. The default, 4 KiB (one page), keeps a host update of a few
- * elements within 1.2x of hand-written copies of just those elements on the GPU machine, where
- * 16 KiB tiles took 1.32x (docs/residency.md gives the measurement).
+ * A power of two from 4 KiB to 1 GiB. The default, 4 KiB (one page), brings a host update of a few
+ * elements closest to hand-written copies of just those elements on the GPU machine: the tiles
+ * it uploads cost a kernel that reads them more than the tiles a read fetches cost the host
+ * (docs/residency.md gives the measurement).
  */
 class TileSize {
  public:
