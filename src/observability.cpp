@@ -1,6 +1,9 @@
 // Counters, the ExpectTransfers guard and the migration trace.
 #include <smartarray/diagnostics/observability.hpp>
+#include <smartarray/error.hpp>
 
+#include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,7 +19,9 @@ TransferStats TransferStats::operator-(const TransferStats& base) const noexcept
           d2d_count - base.d2d_count,           d2d_bytes - base.d2d_bytes,
           prefetch_count - base.prefetch_count, prefetch_bytes - base.prefetch_bytes,
           allocation_count - base.allocation_count, allocation_bytes - base.allocation_bytes,
-          wait_count - base.wait_count};
+          wait_count - base.wait_count,         d2d_peer_count - base.d2d_peer_count,
+          d2d_peer_bytes - base.d2d_peer_bytes, staged_count - base.staged_count,
+          staged_bytes - base.staged_bytes};
 }
 
 std::string TransferStats::to_string() const {
@@ -25,6 +30,11 @@ std::string TransferStats::to_string() const {
       << d2h_bytes << " B), d2d " << d2d_count << " (" << d2d_bytes << " B), prefetch "
       << prefetch_count << " (" << prefetch_bytes << " B), allocations " << allocation_count
       << " (" << allocation_bytes << " B), waits " << wait_count;
+  // Only where a peer copy or a staged read happened: single-device output is unchanged.
+  if (d2d_peer_count != 0 || staged_count != 0) {
+    out << ", peer " << d2d_peer_count << " (" << d2d_peer_bytes << " B), staged "
+        << staged_count << " (" << staged_bytes << " B)";
+  }
   return out.str();
 }
 
@@ -35,13 +45,16 @@ TransferStats TransferCounters::snapshot() const noexcept {
           d2d_count_.load(relaxed),        d2d_bytes_.load(relaxed),
           prefetch_count_.load(relaxed),   prefetch_bytes_.load(relaxed),
           allocation_count_.load(relaxed), allocation_bytes_.load(relaxed),
-          wait_count_.load(relaxed)};
+          wait_count_.load(relaxed),       d2d_peer_count_.load(relaxed),
+          d2d_peer_bytes_.load(relaxed),   staged_count_.load(relaxed),
+          staged_bytes_.load(relaxed)};
 }
 
 void TransferCounters::reset() noexcept {
   for (auto* counter : {&h2d_count_, &h2d_bytes_, &d2h_count_, &d2h_bytes_, &d2d_count_,
                         &d2d_bytes_, &prefetch_count_, &prefetch_bytes_, &allocation_count_,
-                        &allocation_bytes_, &wait_count_}) {
+                        &allocation_bytes_, &wait_count_, &d2d_peer_count_, &d2d_peer_bytes_,
+                        &staged_count_, &staged_bytes_}) {
     counter->store(0, std::memory_order_relaxed);
   }
 }
@@ -52,6 +65,15 @@ TransferCounters& global_counters() noexcept {
 }
 
 TransferStats global_transfer_stats() noexcept { return global_counters().snapshot(); }
+
+TransferCounters& device_counters(int device) noexcept {
+  static std::array<TransferCounters, max_devices> counters;
+  return counters[static_cast<std::size_t>(device)];
+}
+
+TransferStats device_transfer_stats(int device) noexcept {
+  return device_counters(device).snapshot();
+}
 
 namespace {
 std::mutex& handler_mutex() {
@@ -93,9 +115,12 @@ std::string ExpectTransfers::mismatch() const {
   check("h2d copies", expected_.h2d, seen.h2d_count);
   check("d2h copies", expected_.d2h, seen.d2h_count);
   check("d2d copies", expected_.d2d, seen.d2d_count);
+  check("peer copies", expected_.d2d_peer, seen.d2d_peer_count);
+  check("staged reads", expected_.staged, seen.staged_count);
   if (expected_.h2d_bytes) check("h2d bytes", *expected_.h2d_bytes, seen.h2d_bytes);
   if (expected_.d2h_bytes) check("d2h bytes", *expected_.d2h_bytes, seen.d2h_bytes);
   if (expected_.d2d_bytes) check("d2d bytes", *expected_.d2d_bytes, seen.d2d_bytes);
+  if (expected_.d2d_peer_bytes) check("peer bytes", *expected_.d2d_peer_bytes, seen.d2d_peer_bytes);
   return out.str();
 }
 
@@ -140,6 +165,8 @@ const char* direction_of(TransferKind kind) noexcept {
     case TransferKind::d2d: return "D2D";
     case TransferKind::prefetch_to_host: return "prefetch to host";
     case TransferKind::prefetch_to_device: return "prefetch to device";
+    case TransferKind::d2d_peer: return "P2P";
+    case TransferKind::staged: return "staged read";
   }
   return "?";
 }
@@ -151,15 +178,27 @@ void add(TransferCounters& counters, const TransferEvent& event) noexcept {
     case TransferKind::d2d: counters.add_d2d(event.bytes); break;
     case TransferKind::prefetch_to_host:
     case TransferKind::prefetch_to_device: counters.add_prefetch(event.bytes); break;
+    case TransferKind::d2d_peer: counters.add_d2d_peer(event.bytes); break;
+    case TransferKind::staged: counters.add_staged(event.bytes); break;
   }
+}
+
+std::atomic<bool> several_devices{false};
+
+/// " device 1", " device 0 -> 1": empty with one device, so that those traces are unchanged.
+std::string devices_of(const TransferEvent& event) {
+  if (!several_devices.load(std::memory_order_relaxed)) return {};
+  if (event.source_device >= 0) return concat(" device ", event.source_device, " -> ", event.device);
+  return concat(" device ", event.device);
 }
 
 /// One trace line: direction, bytes, the array's number and label, reason and call site.
 void trace(std::FILE* sink, const TransferEvent& event) noexcept {
   static std::mutex mutex;
   std::lock_guard lock(mutex);
-  std::fprintf(sink, "smartarray: %s %llu B array #%llu%s%s%s (%s) at %s:%u\n",
-               direction_of(event.kind), static_cast<unsigned long long>(event.bytes),
+  std::fprintf(sink, "smartarray: %s%s %llu B array #%llu%s%s%s (%s) at %s:%u\n",
+               direction_of(event.kind), devices_of(event).c_str(),
+               static_cast<unsigned long long>(event.bytes),
                static_cast<unsigned long long>(event.array_id), event.label != nullptr ? " \"" : "",
                event.label != nullptr ? event.label : "", event.label != nullptr ? "\"" : "",
                event.reason, event.where.file_name(), static_cast<unsigned>(event.where.line()));
@@ -168,9 +207,14 @@ void trace(std::FILE* sink, const TransferEvent& event) noexcept {
 
 }  // namespace
 
+void note_device_count(int count) noexcept {
+  several_devices.store(count > 1, std::memory_order_relaxed);
+}
+
 void emit_transfer(const TransferEvent& event, TransferCounters* array) noexcept {
   add(global_counters(), event);
   if (array != nullptr) add(*array, event);
+  if (event.device >= 0 && event.device < max_devices) add(device_counters(event.device), event);
   if (std::FILE* sink = trace_sink()) trace(sink, event);
 }
 }  // namespace detail

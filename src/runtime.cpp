@@ -51,9 +51,13 @@ const char* copy_kind_name(CopyKind kind) noexcept {
     case CopyKind::device_to_host: return "device-to-host";
     case CopyKind::device_to_device: return "device-to-device";
     case CopyKind::host_to_host: return "host-to-host";
+    case CopyKind::peer: return "peer";
   }
   return "unknown";
 }
+
+/// testing::set_peer_access_enabled(false) turns every peer pair off.
+std::atomic<bool> peer_access_enabled{true};
 
 Runtime* select_runtime() {
   const char* wanted = std::getenv("SMARTARRAY_BACKEND");
@@ -96,19 +100,48 @@ void check_injected_copy_failure(std::size_t bytes, const char* what, StreamRef 
 
 Runtime& runtime() {
   // Never destroyed: streams, pools and arrays with static lifetime may outlive any destruction order.
-  static Runtime* const instance = select_runtime();
+  static Runtime* const instance = [] {
+    Runtime* const selected = select_runtime();
+    note_device_count(selected->device_count());
+    return selected;
+  }();
   return *instance;
 }
 
-void* Runtime::allocate_device(std::size_t bytes) {
+void Runtime::check_device(int device, const char* what) const {
+  SMARTARRAY_EXPECTS(device >= 0 && device < device_count(), logic_error, what, ": device ",
+                     device, " does not exist; the ", to_string(kind()), " backend has ",
+                     device_count(), device_count() == 1 ? " device" : " devices",
+                     kind() == BackendKind::host ? " (SMARTARRAY_HOST_DEVICES sets how many)" : "");
+}
+
+const DeviceProperties& Runtime::properties(int device) const {
+  check_device(device, "device properties");
+  return do_properties(device);
+}
+
+void Runtime::set_current_device(int device) {
+  check_device(device, "set the current device");
+  do_set_current_device(device);
+}
+
+bool Runtime::can_access_peer(int reader, int owner) {
+  check_device(reader, "peer access");
+  check_device(owner, "peer access");
+  if (reader == owner) return true;
+  return peer_access_enabled.load(std::memory_order_relaxed) && do_can_access_peer(reader, owner);
+}
+
+void* Runtime::allocate_device(std::size_t bytes, int device) {
   if (bytes == 0) return nullptr;
+  check_device(device, "device allocation");
   check_injected_allocation_failure(bytes, "device allocation");
-  void* ptr = do_allocate_device(bytes);
+  void* ptr = do_allocate_device(bytes, device);
   global_counters().add_allocation(bytes);
   return ptr;
 }
-void Runtime::free_device(void* ptr) noexcept {
-  if (ptr != nullptr) do_free_device(ptr);
+void Runtime::free_device(void* ptr, int device) noexcept {
+  if (ptr != nullptr) do_free_device(ptr, device);
 }
 void* Runtime::allocate_pinned(std::size_t bytes, unsigned flags) {
   if (bytes == 0) return nullptr;
@@ -150,6 +183,19 @@ void Runtime::copy_async(void* dst, const void* src, std::size_t bytes, CopyKind
   do_copy_async(dst, src, bytes, kind, stream);
 }
 
+void Runtime::copy_peer_async(void* dst, int dst_device, const void* src, int src_device,
+                              std::size_t bytes, StreamRef stream) {
+  if (bytes == 0) return;
+  SMARTARRAY_EXPECTS(dst != nullptr && src != nullptr, logic_error, "peer copy of ", bytes,
+                     " bytes from device ", src_device, " to device ", dst_device,
+                     " with a null pointer (dst ", dst, ", src ", src, ")");
+  SMARTARRAY_EXPECTS(dst_device != src_device && can_access_peer(dst_device, src_device),
+                     logic_error, "peer copy of ", bytes, " bytes from device ", src_device,
+                     " to device ", dst_device, ": the devices cannot copy from each other");
+  check_injected_copy_failure(bytes, copy_kind_name(CopyKind::peer), stream);
+  do_copy_peer_async(dst, dst_device, src, src_device, bytes, stream);
+}
+
 bool Runtime::copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream) {
   for (const CopyRange& copy : copies) {
     SMARTARRAY_EXPECTS(copy.dst != nullptr && copy.src != nullptr, logic_error,
@@ -183,6 +229,68 @@ void Runtime::synchronize_device() {
 void Runtime::synchronize(EventHandle event) {
   global_counters().add_wait();
   do_synchronize(event);
+}
+
+namespace {
+/// The device of each stream that was asked about, so that a device acquire on several devices
+/// asks the backend once per stream. Streams are dropped when forgotten or destroyed: a later
+/// stream with the same handle may live on another device.
+struct StreamDevices {
+  std::mutex mutex;
+  std::unordered_map<void*, int> devices;
+};
+StreamDevices& stream_devices() {
+  static auto* known = new StreamDevices;  // outlives every stream
+  return *known;
+}
+void forget_stream_device(StreamRef stream) noexcept {
+  StreamDevices& known = stream_devices();
+  std::lock_guard lock(known.mutex);
+  known.devices.erase(stream.handle());
+}
+
+}  // namespace
+
+StreamRef Runtime::create_stream(int device) {
+  check_device(device, "create a stream");
+  const StreamRef stream = do_create_stream(device);
+  if (device_count() > 1) {
+    StreamDevices& known = stream_devices();
+    std::lock_guard lock(known.mutex);
+    known.devices[stream.handle()] = device;
+  }
+  return stream;
+}
+
+void Runtime::destroy_stream(StreamRef stream) noexcept {
+  forget_stream_device(stream);
+  do_destroy_stream(stream);
+}
+
+int Runtime::stream_device(StreamRef stream) {
+  if (device_count() == 1) return 0;
+  if (stream.is_default()) return current_device();
+  if (const int device = stream.default_of_device(); device >= 0) {
+    check_device(device, "the default stream of a device");
+    return device;
+  }
+  StreamDevices& known = stream_devices();
+  {
+    std::lock_guard lock(known.mutex);
+    const auto it = known.devices.find(stream.handle());
+    if (it != known.devices.end()) return it->second;
+  }
+  const int device = do_stream_device(stream);
+  std::lock_guard lock(known.mutex);
+  known.devices[stream.handle()] = device;
+  return device;
+}
+
+StreamRef Runtime::default_stream(int device) {
+  check_device(device, "the default stream of a device");
+  if (device_count() == 1) return StreamRef{};
+  return StreamRef{reinterpret_cast<void*>(device_default_stream_base +
+                                           static_cast<std::uintptr_t>(device))};
 }
 
 namespace {
@@ -276,6 +384,7 @@ void unsubscribe_from_forgotten_streams(std::uint64_t id) noexcept {
 }
 
 void forget_drained_stream(StreamRef stream) noexcept {
+  forget_stream_device(stream);
   {
     ForgetSubscribers& all = forget_subscribers();
     std::lock_guard lock(all.mutex);
@@ -325,6 +434,9 @@ std::uint64_t operation_count(Fault what) {
 bool failure_pending(Fault what) {
   return detail::fault_slot(what).remaining.load(std::memory_order_relaxed) != 0;
 }
+void set_peer_access_enabled(bool enabled) {
+  detail::peer_access_enabled.store(enabled, std::memory_order_relaxed);
+}
 }  // namespace testing
 
 const char* to_string(BackendKind kind) noexcept {
@@ -334,7 +446,43 @@ BackendKind backend() { return detail::runtime().kind(); }
 const DeviceProperties& device_properties() { return detail::runtime().properties(); }
 bool cuda_device_available() noexcept { return detail::cuda_runtime_has_device(); }
 
+int device_count() { return detail::runtime().device_count(); }
+Device current_device() { return Device{detail::runtime().current_device()}; }
+void set_current_device(Device device) { detail::runtime().set_current_device(device.ordinal); }
+bool peer_access(Device reader, Device owner) {
+  return detail::runtime().can_access_peer(reader.ordinal, owner.ordinal);
+}
+const DeviceProperties& device_properties(Device device) {
+  return detail::runtime().properties(device.ordinal);
+}
+
+DeviceGuard::DeviceGuard(Device device) {
+  detail::Runtime& rt = detail::runtime();
+  if (rt.device_count() == 1) {
+    rt.check_device(device.ordinal, "DeviceGuard");
+    return;
+  }
+  const int previous = rt.current_device();
+  if (previous == device.ordinal) return;
+  rt.set_current_device(device.ordinal);
+  previous_ = previous;
+}
+DeviceGuard::~DeviceGuard() {
+  if (previous_ < 0) return;
+  try {
+    detail::runtime().set_current_device(previous_);
+  } catch (const std::exception& error) {
+    std::cerr << "smartarray: DeviceGuard could not make device " << previous_
+              << " current again: " << error.what() << "\n";
+  }
+}
+
+StreamRef default_stream(Device device) { return detail::runtime().default_stream(device.ordinal); }
+Device stream_device(StreamRef stream) { return Device{detail::runtime().stream_device(stream)}; }
+
 Stream::Stream() : ref_(detail::runtime().create_stream()) {}
+Stream::Stream(Device device) : ref_(detail::runtime().create_stream(device.ordinal)) {}
+Device Stream::device() const { return stream_device(ref_); }
 namespace {
 /// Drains a stream, forgets it, then destroys it.
 void release_stream(StreamRef stream) noexcept {

@@ -61,6 +61,9 @@ namespace smartarray {
 /// @brief Default alignment of every allocation: 256 bytes, as cudaMalloc gives.
 inline constexpr std::size_t default_alignment = 256;
 
+/// @brief The most devices smartarray handles in one process (runtime/device.hpp).
+inline constexpr int max_devices = 16;
+
 #if defined(__cpp_lib_source_location)
 /// Where an API call was made, for error messages and traces.
 using source_location = std::source_location;

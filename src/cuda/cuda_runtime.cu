@@ -1,4 +1,10 @@
 // The cuda backend: the runtime seam over the CUDA runtime API. Every call is checked.
+//
+// Several GPUs: memory and streams are made with their device current, and every call on a
+// device's named default stream (default_stream(d)) makes that device current for the call. An
+// event holds one CUDA event per device, made when it is first recorded on a stream of that
+// device (CUDA records an event only on a stream of the device it was made on; any stream may
+// wait for it). Peer access between two GPUs is enabled, both ways, by their first peer copy.
 #include <smartarray/runtime/detail/cuda_check.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 
@@ -7,6 +13,8 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 namespace smartarray::detail {
 namespace {
@@ -17,12 +25,53 @@ cudaMemcpyKind to_cuda(CopyKind kind) noexcept {
     case CopyKind::device_to_host: return cudaMemcpyDeviceToHost;
     case CopyKind::device_to_device: return cudaMemcpyDeviceToDevice;
     case CopyKind::host_to_host: return cudaMemcpyHostToHost;
+    case CopyKind::peer: break;
   }
   return cudaMemcpyDefault;
 }
 
-cudaStream_t to_cuda(StreamRef stream) noexcept { return static_cast<cudaStream_t>(stream.handle()); }
-cudaEvent_t to_cuda(EventHandle event) noexcept { return static_cast<cudaEvent_t>(event); }
+/// Makes `device` current for a scope (nothing when it already is, or for -1).
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (device < 0) return;
+    int current = 0;
+    SMARTARRAY_CUDA_TRY(cudaGetDevice(&current), "query the current device");
+    if (current == device) return;
+    SMARTARRAY_CUDA_TRY(cudaSetDevice(device), "make device ", device, " current");
+    previous_ = current;
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0) SMARTARRAY_CUDA_LOG(cudaSetDevice(previous_), "restore the current device");
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+/// The CUDA stream behind `stream`, with the device of a named default stream current while the
+/// call is made.
+class OnStream {
+ public:
+  explicit OnStream(StreamRef stream)
+      : scope_(stream.default_of_device()),
+        stream_(stream.default_of_device() >= 0 ? nullptr
+                                                : static_cast<cudaStream_t>(stream.handle())) {}
+  [[nodiscard]] cudaStream_t get() const noexcept { return stream_; }
+
+ private:
+  DeviceScope scope_;
+  cudaStream_t stream_;
+};
+
+/// An event: one CUDA event per device it was recorded on, and the device of its last record.
+struct CudaEvent {
+  std::array<cudaEvent_t, max_devices> per_device{};
+  int recorded = -1;  ///< -1: never recorded, so already complete
+};
+CudaEvent& to_cuda(EventHandle event) noexcept { return *static_cast<CudaEvent*>(event); }
 
 unsigned to_cuda_host_alloc_flags(unsigned flags) noexcept {
   unsigned out = cudaHostAllocDefault;
@@ -59,24 +108,46 @@ class CudaRuntime final : public Runtime {
  public:
   explicit CudaRuntime(int device) {
     SMARTARRAY_CUDA_TRY(cudaSetDevice(device), "select CUDA device ", device);
-    cudaDeviceProp prop{};
-    SMARTARRAY_CUDA_TRY(cudaGetDeviceProperties(&prop, device), "query device ", device);
-    properties_.name = prop.name;
-    properties_.ordinal = device;
-    properties_.multiprocessor_count = prop.multiProcessorCount;
-    properties_.compute_capability_major = prop.major;
-    properties_.compute_capability_minor = prop.minor;
-    properties_.total_memory = prop.totalGlobalMem;
-    properties_.can_map_host_memory = prop.canMapHostMemory != 0;
-    properties_.concurrent_managed_access = prop.concurrentManagedAccess != 0;
-    properties_.managed_memory = prop.managedMemory != 0;
+    int count = 0;
+    SMARTARRAY_CUDA_TRY(cudaGetDeviceCount(&count), "count the CUDA devices");
+    devices_ = std::min(count, max_devices);
+    for (int d = 0; d < devices_; ++d) {
+      cudaDeviceProp prop{};
+      SMARTARRAY_CUDA_TRY(cudaGetDeviceProperties(&prop, d), "query device ", d);
+      DeviceProperties& properties = properties_[static_cast<std::size_t>(d)];
+      properties.name = prop.name;
+      properties.ordinal = d;
+      properties.multiprocessor_count = prop.multiProcessorCount;
+      properties.compute_capability_major = prop.major;
+      properties.compute_capability_minor = prop.minor;
+      properties.total_memory = prop.totalGlobalMem;
+      properties.can_map_host_memory = prop.canMapHostMemory != 0;
+      properties.concurrent_managed_access = prop.concurrentManagedAccess != 0;
+      properties.managed_memory = prop.managedMemory != 0;
+      for (int owner = 0; owner < devices_; ++owner) {
+        int can = 0;
+        if (owner != d) {
+          SMARTARRAY_CUDA_TRY(cudaDeviceCanAccessPeer(&can, d, owner), "ask whether device ", d,
+                              " can access device ", owner);
+        }
+        can_access_[static_cast<std::size_t>(d)][static_cast<std::size_t>(owner)] = can != 0;
+      }
+    }
   }
 
   BackendKind kind() const noexcept override { return BackendKind::cuda; }
-  const DeviceProperties& properties() const noexcept override { return properties_; }
+  int device_count() const noexcept override { return devices_; }
+  int current_device() const override {
+    int device = 0;
+    SMARTARRAY_CUDA_TRY(cudaGetDevice(&device), "query the current device");
+    return device;
+  }
 
-  void memory_info(std::size_t& free_bytes, std::size_t& total_bytes) override {
-    SMARTARRAY_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes), "query device memory");
+  void memory_info(int device, std::size_t& free_bytes, std::size_t& total_bytes) override {
+    check_device(device, "device memory information");
+    const DeviceScope scope(device);
+    SMARTARRAY_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes), "query the memory of device ",
+                        device);
   }
 
   void* mapped_device_pointer(void* host_ptr) override {
@@ -88,59 +159,106 @@ class CudaRuntime final : public Runtime {
 
   void launch_host_func(StreamRef stream, std::function<void()> fn) override {
     auto owned = std::make_unique<std::function<void()>>(std::move(fn));
-    SMARTARRAY_CUDA_TRY(cudaLaunchHostFunc(to_cuda(stream), &run_host_func, owned.get()),
+    const OnStream on(stream);
+    SMARTARRAY_CUDA_TRY(cudaLaunchHostFunc(on.get(), &run_host_func, owned.get()),
                         "launch a host function on stream ", stream.handle());
     owned.release();  // run_host_func deletes it
   }
 
-  StreamRef create_stream() override {
+  StreamRef do_create_stream(int device) override {
+    const DeviceScope scope(device);
     cudaStream_t stream = nullptr;
     SMARTARRAY_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-                        "create a stream");
+                        "create a stream on device ", device);
     return StreamRef{static_cast<void*>(stream)};
   }
-  void destroy_stream(StreamRef stream) noexcept override {
-    SMARTARRAY_CUDA_LOG(cudaStreamSynchronize(to_cuda(stream)), "drain a stream before destroying it");
-    SMARTARRAY_CUDA_LOG(cudaStreamDestroy(to_cuda(stream)), "destroy a stream");
+  void do_destroy_stream(StreamRef stream) noexcept override {
+    const cudaStream_t handle = static_cast<cudaStream_t>(stream.handle());
+    SMARTARRAY_CUDA_LOG(cudaStreamSynchronize(handle), "drain a stream before destroying it");
+    SMARTARRAY_CUDA_LOG(cudaStreamDestroy(handle), "destroy a stream");
+  }
+  int do_stream_device(StreamRef stream) override {
+#if CUDART_VERSION >= 12080
+    int device = 0;
+    SMARTARRAY_CUDA_TRY(cudaStreamGetDevice(static_cast<cudaStream_t>(stream.handle()), &device),
+                        "query the device of stream ", stream.handle());
+    return device;
+#else  // before CUDA 12.8 no call tells; a stream made elsewhere is taken for the current device's
+    (void)stream;
+    return current_device();
+#endif
   }
   bool query(StreamRef stream) override {
-    const cudaError_t status = cudaStreamQuery(to_cuda(stream));
+    const OnStream on(stream);
+    const cudaError_t status = cudaStreamQuery(on.get());
     if (status == cudaErrorNotReady) return false;
     SMARTARRAY_CUDA_TRY(status, "query stream ", stream.handle());
     return true;
   }
 
-  EventHandle create_event() override {
-    cudaEvent_t event = nullptr;
-    SMARTARRAY_CUDA_TRY(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "create an event");
-    return event;
-  }
+  EventHandle create_event() override { return new CudaEvent; }
   void destroy_event(EventHandle event) noexcept override {
-    SMARTARRAY_CUDA_LOG(cudaEventDestroy(to_cuda(event)), "destroy an event");
+    std::unique_ptr<CudaEvent> owned(&to_cuda(event));
+    for (cudaEvent_t per_device : owned->per_device) {
+      if (per_device != nullptr) SMARTARRAY_CUDA_LOG(cudaEventDestroy(per_device), "destroy an event");
+    }
   }
   void record(EventHandle event, StreamRef stream) override {
-    SMARTARRAY_CUDA_TRY(cudaEventRecord(to_cuda(event), to_cuda(stream)), "record an event on stream ",
+    CudaEvent& target = to_cuda(event);
+    const int device = stream_device(stream);
+    cudaEvent_t& per_device = target.per_device[static_cast<std::size_t>(device)];
+    if (per_device == nullptr) {
+      const DeviceScope scope(device);
+      SMARTARRAY_CUDA_TRY(cudaEventCreateWithFlags(&per_device, cudaEventDisableTiming),
+                          "create an event on device ", device);
+    }
+    const OnStream on(stream);
+    SMARTARRAY_CUDA_TRY(cudaEventRecord(per_device, on.get()), "record an event on stream ",
                         stream.handle());
+    target.recorded = device;
   }
   void stream_wait(StreamRef stream, EventHandle event) override {
-    SMARTARRAY_CUDA_TRY(cudaStreamWaitEvent(to_cuda(stream), to_cuda(event), 0),
-                        "make stream ", stream.handle(), " wait on an event");
+    const CudaEvent& waited = to_cuda(event);
+    if (waited.recorded < 0) return;  // never recorded: nothing to wait for
+    const OnStream on(stream);
+    SMARTARRAY_CUDA_TRY(
+        cudaStreamWaitEvent(on.get(), waited.per_device[static_cast<std::size_t>(waited.recorded)], 0),
+        "make stream ", stream.handle(), " wait on an event");
   }
   bool query(EventHandle event) override {
-    const cudaError_t status = cudaEventQuery(to_cuda(event));
+    const CudaEvent& queried = to_cuda(event);
+    if (queried.recorded < 0) return true;
+    const cudaError_t status =
+        cudaEventQuery(queried.per_device[static_cast<std::size_t>(queried.recorded)]);
     if (status == cudaErrorNotReady) return false;
     SMARTARRAY_CUDA_TRY(status, "query an event");
     return true;
   }
 
  protected:
-  void* do_allocate_device(std::size_t bytes) override {
+  void do_set_current_device(int device) override {
+    SMARTARRAY_CUDA_TRY(cudaSetDevice(device), "make device ", device, " current");
+  }
+  bool do_can_access_peer(int reader, int owner) override {
+    return can_access_[static_cast<std::size_t>(reader)][static_cast<std::size_t>(owner)];
+  }
+  const DeviceProperties& do_properties(int device) const noexcept override {
+    return properties_[static_cast<std::size_t>(device)];
+  }
+  void* do_allocate_device(std::size_t bytes, int device) override {
+    const DeviceScope scope(devices_ > 1 ? device : -1);
     void* ptr = nullptr;
-    SMARTARRAY_CUDA_TRY(cudaMalloc(&ptr, bytes), "allocate ", bytes, " bytes of device memory");
+    SMARTARRAY_CUDA_TRY(cudaMalloc(&ptr, bytes), "allocate ", bytes, " bytes of memory on device ",
+                        device);
     return ptr;
   }
-  void do_free_device(void* ptr) noexcept override {
+  void do_free_device(void* ptr, int device) noexcept override {
+    int current = 0;
+    const bool switch_device =
+        devices_ > 1 && cudaGetDevice(&current) == cudaSuccess && current != device;
+    if (switch_device) SMARTARRAY_CUDA_LOG(cudaSetDevice(device), "make the owner device current");
     SMARTARRAY_CUDA_LOG(cudaFree(ptr), "free device memory");
+    if (switch_device) SMARTARRAY_CUDA_LOG(cudaSetDevice(current), "restore the current device");
   }
   void* do_allocate_pinned(std::size_t bytes, unsigned flags) override {
     void* ptr = nullptr;
@@ -174,13 +292,26 @@ class CudaRuntime final : public Runtime {
   }
   void do_copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind,
                      StreamRef stream) override {
-    SMARTARRAY_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, to_cuda(kind), to_cuda(stream)), "copy ",
-                        bytes, " bytes (", static_cast<int>(kind), ") on stream ", stream.handle());
+    const OnStream on(stream);
+    SMARTARRAY_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, to_cuda(kind), on.get()), "copy ", bytes,
+                        " bytes (", static_cast<int>(kind), ") on stream ", stream.handle());
+  }
+  void do_copy_peer_async(void* dst, int dst_device, const void* src, int src_device,
+                          std::size_t bytes, StreamRef stream) override {
+    enable_peer_access(dst_device, src_device);
+    const OnStream on(stream);
+    SMARTARRAY_CUDA_TRY(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, on.get()),
+                        "copy ", bytes, " bytes from device ", src_device, " to device ",
+                        dst_device, " on stream ", stream.handle());
   }
   bool do_copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream) override {
 #if CUDART_VERSION >= 12080
     // cudaMemcpyBatchAsync rejects the legacy default stream.
-    if (stream.is_default() || to_cuda(stream) == cudaStreamLegacy) return false;
+    if (stream.is_default() || stream.default_of_device() >= 0 ||
+        static_cast<cudaStream_t>(stream.handle()) == cudaStreamLegacy) {
+      return false;
+    }
+    const cudaStream_t on = static_cast<cudaStream_t>(stream.handle());
     constexpr std::size_t most = 8;
     if (copies.size() > most) return false;
     std::array<void*, most> dsts{};
@@ -195,17 +326,17 @@ class CudaRuntime final : public Runtime {
     attributes.srcAccessOrder = cudaMemcpySrcAccessOrderDuringApiCall;
     attributes.srcLocHint.type = cudaMemLocationTypeHost;
     attributes.dstLocHint.type = cudaMemLocationTypeDevice;
-    attributes.dstLocHint.id = properties_.ordinal;
+    attributes.dstLocHint.id = stream_device(stream);
     std::size_t first_copy = 0;
 #if CUDART_VERSION >= 13000
     const cudaError_t status =
         cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), copies.size(), &attributes,
-                             &first_copy, 1, to_cuda(stream));
+                             &first_copy, 1, on);
 #else  // CUDA 12.8 and 12.9 also report the index of a failed copy
     std::size_t failed = 0;
     const cudaError_t status =
         cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), copies.size(), &attributes,
-                             &first_copy, 1, &failed, to_cuda(stream));
+                             &first_copy, 1, &failed, on);
 #endif
     if (status == cudaErrorNotSupported || status == cudaErrorCallRequiresNewerDriver) {
       (void)cudaGetLastError();
@@ -223,42 +354,68 @@ class CudaRuntime final : public Runtime {
 
   void do_advise_read_mostly(const void* ptr, std::size_t bytes) override {
     // The device is ignored by this advice, but it must name a valid location.
-    const auto device = to_cuda(Location::device, properties_.ordinal);
+    const auto device = to_cuda(Location::device, 0);
     SMARTARRAY_CUDA_TRY(cudaMemAdvise(ptr, bytes, cudaMemAdviseSetReadMostly, device),
                         "advise ", bytes, " bytes of managed memory at ", ptr, " as read mostly");
   }
   void do_prefetch_async(const void* ptr, std::size_t bytes, Location where,
                          StreamRef stream) override {
-    const auto location = to_cuda(where, properties_.ordinal);
+    const auto location = to_cuda(where, stream_device(stream));
     const char* to = where == Location::host ? "host" : "device";
+    const OnStream on(stream);
 #if CUDART_VERSION >= 13000
-    SMARTARRAY_CUDA_TRY(cudaMemPrefetchAsync(ptr, bytes, location, 0, to_cuda(stream)), "prefetch ",
+    SMARTARRAY_CUDA_TRY(cudaMemPrefetchAsync(ptr, bytes, location, 0, on.get()), "prefetch ",
                         bytes, " bytes of managed memory to the ", to, " on stream ",
                         stream.handle());
 #else  // CUDA 12's cudaMemPrefetchAsync has no flags argument
-    SMARTARRAY_CUDA_TRY(cudaMemPrefetchAsync(ptr, bytes, location, to_cuda(stream)), "prefetch ",
+    SMARTARRAY_CUDA_TRY(cudaMemPrefetchAsync(ptr, bytes, location, on.get()), "prefetch ",
                         bytes, " bytes of managed memory to the ", to, " on stream ",
                         stream.handle());
 #endif
   }
   void do_synchronize(StreamRef stream) override {
-    SMARTARRAY_CUDA_TRY(cudaStreamSynchronize(to_cuda(stream)), "synchronize stream ",
-                        stream.handle());
+    const OnStream on(stream);
+    SMARTARRAY_CUDA_TRY(cudaStreamSynchronize(on.get()), "synchronize stream ", stream.handle());
   }
   void do_synchronize_device() override {
     SMARTARRAY_CUDA_TRY(cudaDeviceSynchronize(), "synchronize the device");
   }
   void do_synchronize(EventHandle event) override {
-    SMARTARRAY_CUDA_TRY(cudaEventSynchronize(to_cuda(event)), "wait on an event");
+    const CudaEvent& waited = to_cuda(event);
+    if (waited.recorded < 0) return;
+    SMARTARRAY_CUDA_TRY(
+        cudaEventSynchronize(waited.per_device[static_cast<std::size_t>(waited.recorded)]),
+        "wait on an event");
   }
 
  private:
+  /// Enables peer access between two devices, both ways, once.
+  void enable_peer_access(int a, int b) {
+    std::lock_guard lock(peer_mutex_);
+    for (const auto& [reader, owner] : {std::pair{a, b}, std::pair{b, a}}) {
+      bool& enabled = peer_enabled_[static_cast<std::size_t>(reader)][static_cast<std::size_t>(owner)];
+      if (enabled || !do_can_access_peer(reader, owner)) continue;
+      const DeviceScope scope(reader);
+      const cudaError_t status = cudaDeviceEnablePeerAccess(owner, 0);
+      if (status == cudaErrorPeerAccessAlreadyEnabled) {
+        (void)cudaGetLastError();
+      } else {
+        SMARTARRAY_CUDA_TRY(status, "enable peer access of device ", reader, " to device ", owner);
+      }
+      enabled = true;
+    }
+  }
+
   static void CUDART_CB run_host_func(void* data) {
     std::unique_ptr<std::function<void()>> fn(static_cast<std::function<void()>*>(data));
     (*fn)();
   }
 
-  DeviceProperties properties_;
+  int devices_ = 1;
+  std::array<DeviceProperties, max_devices> properties_;
+  std::array<std::array<bool, max_devices>, max_devices> can_access_{};
+  std::mutex peer_mutex_;
+  std::array<std::array<bool, max_devices>, max_devices> peer_enabled_{};
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The host backend: an emulated device for machines without a GPU.
+// The host backend: emulated devices for machines without a GPU.
 //
 // "Device" memory is a separate host allocation (never an alias of host memory), filled with a
 // poison pattern when it is made and when it is freed. Each stream is an in-order queue served by
@@ -6,6 +6,12 @@
 // SMARTARRAY_HOST_LATENCY_US, so that a missing wait in library code shows up as wrong data.
 // Copies and prefetches check the memory they are given, which catches mixed-up directions and
 // overruns of device buffers at the call site.
+//
+// SMARTARRAY_HOST_DEVICES (default 1) devices are emulated, each with its own memory (of
+// SMARTARRAY_HOST_DEVICE_MEMORY bytes), default stream and streams. A copy into or out of device
+// memory must run on a stream of that device, and a peer copy between two devices needs peer
+// access (SMARTARRAY_HOST_PEER_ACCESS, default 1), so that library code that mixes up devices fails
+// here as it would, or would run slowly, on GPUs.
 #include "host/allocation_table.hpp"
 #include "host/host_stream.hpp"
 #include "host_memory.hpp"
@@ -66,9 +72,24 @@ const char* copy_kind_name(CopyKind kind) noexcept {
     case CopyKind::device_to_host: return "device-to-host";
     case CopyKind::device_to_device: return "device-to-device";
     case CopyKind::host_to_host: return "host-to-host";
+    case CopyKind::peer: return "peer";
   }
   return "unknown";
 }
+
+/// SMARTARRAY_HOST_DEVICES, within [1, max_devices].
+int device_count_from_environment() {
+  const std::uint64_t wanted = env_number("SMARTARRAY_HOST_DEVICES", 1);
+  if (wanted >= 1 && wanted <= static_cast<std::uint64_t>(max_devices)) {
+    return static_cast<int>(wanted);
+  }
+  std::cerr << "smartarray: ignoring SMARTARRAY_HOST_DEVICES=" << wanted << ": expected 1 to "
+            << max_devices << " devices\n";
+  return 1;
+}
+
+/// The calling thread's current device (as the CUDA runtime keeps one per thread).
+thread_local int current_device_of_thread = 0;
 
 /// A position in a stream's queue: done once `stream` has run its first `ticket` tasks.
 struct Marker {
@@ -95,21 +116,28 @@ class HostEvent {
 
 class HostRuntime final : public Runtime {
  public:
-  // Both settings are read here rather than once per process, so that a test can make a runtime
-  // with its own latency or capacity.
+  // The settings are read here rather than once per process, so that a test can make a runtime
+  // with its own latency, capacity or devices.
   HostRuntime()
       : latency_(env_number("SMARTARRAY_HOST_LATENCY_US", 0)),
-        capacity_(env_number("SMARTARRAY_HOST_DEVICE_MEMORY", default_device_memory)) {
-    properties_.name = "emulated host device (smartarray host backend)";
-    properties_.ordinal = 0;
-    properties_.multiprocessor_count =
-        static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-    properties_.compute_capability_major = 0;
-    properties_.compute_capability_minor = 0;
-    properties_.total_memory = capacity_;
-    properties_.can_map_host_memory = true;
-    properties_.managed_memory = true;
-    properties_.concurrent_managed_access = true;
+        capacity_(env_number("SMARTARRAY_HOST_DEVICE_MEMORY", default_device_memory)),
+        devices_(device_count_from_environment()),
+        peer_access_(env_number("SMARTARRAY_HOST_PEER_ACCESS", 1) != 0) {
+    for (int device = 0; device < devices_; ++device) {
+      DeviceProperties& properties = properties_[static_cast<std::size_t>(device)];
+      properties.name = devices_ == 1
+                            ? std::string("emulated host device (smartarray host backend)")
+                            : concat("emulated host device ", device, " (smartarray host backend)");
+      properties.ordinal = device;
+      properties.multiprocessor_count =
+          static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+      properties.compute_capability_major = 0;
+      properties.compute_capability_minor = 0;
+      properties.total_memory = capacity_;
+      properties.can_map_host_memory = true;
+      properties.managed_memory = true;
+      properties.concurrent_managed_access = true;
+    }
   }
 
   // The process-wide runtime is never destroyed; this runs only for runtimes that tests make.
@@ -117,7 +145,9 @@ class HostRuntime final : public Runtime {
     for (const auto& stream : take_all_streams()) stream->stop_and_join();
     std::size_t count = 0;
     std::size_t bytes = 0;
-    for (AllocationTable* table : {&device_, &pinned_, &managed_}) {
+    std::vector<AllocationTable*> tables{&pinned_, &managed_};
+    for (int device = 0; device < devices_; ++device) tables.push_back(&device_table(device));
+    for (AllocationTable* table : tables) {
       for (const HostRange& range : table->take_all()) {
         ++count;
         bytes += range.bytes;
@@ -133,11 +163,13 @@ class HostRuntime final : public Runtime {
   HostRuntime& operator=(const HostRuntime&) = delete;
 
   [[nodiscard]] BackendKind kind() const noexcept override { return BackendKind::host; }
-  [[nodiscard]] const DeviceProperties& properties() const noexcept override { return properties_; }
+  [[nodiscard]] int device_count() const noexcept override { return devices_; }
+  [[nodiscard]] int current_device() const override { return current_device_of_thread; }
 
-  void memory_info(std::size_t& free_bytes, std::size_t& total_bytes) override {
+  void memory_info(int device, std::size_t& free_bytes, std::size_t& total_bytes) override {
+    check_device(device, "device memory information");
     total_bytes = capacity_;
-    free_bytes = capacity_ - device_in_use_.load(std::memory_order_relaxed);
+    free_bytes = capacity_ - in_use(device).load(std::memory_order_relaxed);
   }
 
   [[nodiscard]] void* mapped_device_pointer(void* host_ptr) override {
@@ -154,15 +186,15 @@ class HostRuntime final : public Runtime {
     queue->enqueue(std::move(fn));
   }
 
-  [[nodiscard]] StreamRef create_stream() override {
-    std::shared_ptr<HostStream> stream = make_stream(false);
+  [[nodiscard]] StreamRef do_create_stream(int device) override {
+    std::shared_ptr<HostStream> stream = make_stream(false, device);
     std::lock_guard lock(streams_mutex_);
     streams_.emplace(stream.get(), stream);
     return StreamRef{stream.get()};
   }
 
-  void destroy_stream(StreamRef stream) noexcept override {
-    if (stream.is_default()) {
+  void do_destroy_stream(StreamRef stream) noexcept override {
+    if (stream.is_default() || stream.default_of_device() >= 0) {
       std::cerr << "smartarray: destroy_stream: the default stream cannot be destroyed\n";
       return;
     }
@@ -187,6 +219,10 @@ class HostRuntime final : public Runtime {
   }
 
   [[nodiscard]] bool query(StreamRef stream) override { return stream_for(stream)->idle(); }
+
+  [[nodiscard]] int do_stream_device(StreamRef stream) override {
+    return stream_for(stream)->device();
+  }
 
   [[nodiscard]] EventHandle create_event() override {
     auto event = std::make_unique<HostEvent>();
@@ -231,10 +267,20 @@ class HostRuntime final : public Runtime {
   }
 
  protected:
-  void* do_allocate_device(std::size_t bytes) override {
-    return allocate_counted(device_, bytes, "allocate device memory");
+  void do_set_current_device(int device) override { current_device_of_thread = device; }
+  bool do_can_access_peer(int, int) override { return peer_access_; }
+  [[nodiscard]] const DeviceProperties& do_properties(int device) const noexcept override {
+    return properties_[static_cast<std::size_t>(device)];
   }
-  void do_free_device(void* ptr) noexcept override { free_counted(device_, ptr, "free_device"); }
+
+  void* do_allocate_device(std::size_t bytes, int device) override {
+    return allocate_counted(device_table(device), device, bytes,
+                            device_count() == 1 ? std::string("allocate device memory")
+                                                : concat("allocate memory of device ", device));
+  }
+  void do_free_device(void* ptr, int device) noexcept override {
+    free_counted(device_table(device), device, ptr, "free_device");
+  }
 
   void* do_allocate_pinned(std::size_t bytes, unsigned flags) override {
     return allocate(pinned_, bytes, flags, "allocate pinned host memory");
@@ -245,14 +291,20 @@ class HostRuntime final : public Runtime {
 
   // Managed memory is host memory here, but it counts against the emulated device's capacity:
   // that keeps "never ask for more managed memory than the device has free" observable.
+  // It counts against device 0, the device that the one-buffer modes prefetch to.
   void* do_allocate_managed(std::size_t bytes) override {
-    return allocate_counted(managed_, bytes, "allocate managed memory");
+    return allocate_counted(managed_, 0, bytes, "allocate managed memory");
   }
-  void do_free_managed(void* ptr) noexcept override { free_counted(managed_, ptr, "free_managed"); }
+  void do_free_managed(void* ptr) noexcept override {
+    free_counted(managed_, 0, ptr, "free_managed");
+  }
 
   void do_register_host(void* ptr, std::size_t bytes, unsigned flags) override {
-    const std::array<std::pair<const AllocationTable*, const char*>, 3> owned_kinds{
-        {{&device_, "device"}, {&managed_, "managed"}, {&pinned_, "pinned"}}};
+    std::vector<std::pair<const AllocationTable*, const char*>> owned_kinds{
+        {&managed_, "managed"}, {&pinned_, "pinned"}};
+    for (int device = 0; device < devices_; ++device) {
+      owned_kinds.emplace_back(&device_table(device), "device");
+    }
     for (const auto& [table, kind_name] : owned_kinds) {
       if (std::optional<HostRange> owner = table->find_overlapping(ptr, bytes)) {
         throw logic_error(concat("register_host: host memory at ", ptr, " (", bytes,
@@ -278,6 +330,22 @@ class HostRuntime final : public Runtime {
     if (bytes == 0) return;
     std::shared_ptr<HostStream> queue = stream_for(stream);
     check_copy(dst, src, bytes, kind, *queue);
+    queue->enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
+  }
+
+  void do_copy_peer_async(void* dst, int dst_device, const void* src, int src_device,
+                          std::size_t bytes, StreamRef stream) override {
+    std::shared_ptr<HostStream> queue = stream_for(stream);
+    const auto on = [&](const void* ptr, int device, const char* role) {
+      SMARTARRAY_EXPECTS(device_table(device).find_containing(ptr, bytes).has_value(), logic_error,
+                         "peer copy of ", bytes, " bytes on ", queue->name(), ": the ", role,
+                         " at ", ptr, " is not inside one allocation of device ", device);
+    };
+    on(dst, dst_device, "destination");
+    on(src, src_device, "source");
+    SMARTARRAY_EXPECTS(queue->device() == dst_device || queue->device() == src_device, logic_error,
+                       "peer copy of ", bytes, " bytes from device ", src_device, " to device ",
+                       dst_device, " on ", queue->name(), ", which is neither's");
     queue->enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
   }
 
@@ -334,7 +402,10 @@ class HostRuntime final : public Runtime {
   }
 
   void do_synchronize_device() override {
-    const std::vector<std::shared_ptr<HostStream>> queues = all_streams();
+    std::vector<std::shared_ptr<HostStream>> queues = all_streams();
+    std::erase_if(queues, [device = current_device()](const std::shared_ptr<HostStream>& queue) {
+      return queue->device() != device;
+    });
     for (const auto& queue : queues) block_until(*queue, queue->tail(), "synchronize_device");
     for (const auto& queue : queues) report_error(*queue);
   }
@@ -347,22 +418,26 @@ class HostRuntime final : public Runtime {
   }
 
  private:
-  std::shared_ptr<HostStream> make_stream(bool is_default) {
+  std::shared_ptr<HostStream> make_stream(bool is_default, int device) {
     try {
-      return std::make_shared<HostStream>(is_default, latency_);
+      return std::make_shared<HostStream>(is_default, device, devices_ > 1, latency_);
     } catch (const std::system_error& error) {
       throw cuda_error(concat("create a stream: cannot start its worker thread: ", error.what()),
                        -1);
     }
   }
 
-  /// The queue behind `stream`, creating the default stream's on first use.
+  /// The queue behind `stream`, creating a device's default stream on first use.
   /// @throws logic_error for a handle that is not a live stream of this runtime.
   std::shared_ptr<HostStream> stream_for(StreamRef stream) {
+    const int default_of = stream.is_default() ? current_device() : stream.default_of_device();
     std::lock_guard lock(streams_mutex_);
-    if (stream.is_default()) {
-      if (default_stream_ == nullptr) default_stream_ = make_stream(true);
-      return default_stream_;
+    if (default_of >= 0) {
+      SMARTARRAY_EXPECTS(default_of < devices_, logic_error, "the default stream of device ",
+                         default_of, ": the host backend has ", devices_, " devices");
+      std::shared_ptr<HostStream>& queue = default_streams_[static_cast<std::size_t>(default_of)];
+      if (queue == nullptr) queue = make_stream(true, default_of);
+      return queue;
     }
     const auto it = streams_.find(stream.handle());
     SMARTARRAY_EXPECTS(it != streams_.end(), logic_error, "stream ", stream.handle(),
@@ -374,8 +449,10 @@ class HostRuntime final : public Runtime {
   std::vector<std::shared_ptr<HostStream>> all_streams() {
     std::lock_guard lock(streams_mutex_);
     std::vector<std::shared_ptr<HostStream>> queues;
-    queues.reserve(streams_.size() + 1);
-    if (default_stream_ != nullptr) queues.push_back(default_stream_);
+    queues.reserve(streams_.size() + default_streams_.size());
+    for (const auto& queue : default_streams_) {
+      if (queue != nullptr) queues.push_back(queue);
+    }
     for (const auto& entry : streams_) queues.push_back(entry.second);
     return queues;
   }
@@ -384,7 +461,7 @@ class HostRuntime final : public Runtime {
     std::vector<std::shared_ptr<HostStream>> queues = all_streams();
     std::lock_guard lock(streams_mutex_);
     streams_.clear();
-    default_stream_.reset();
+    for (auto& queue : default_streams_) queue.reset();
     return queues;
   }
 
@@ -438,29 +515,42 @@ class HostRuntime final : public Runtime {
     return ptr;
   }
 
-  /// An allocation that counts against the emulated device's capacity (device and managed).
-  void* allocate_counted(AllocationTable& table, std::size_t bytes, const char* what) {
-    std::size_t used = device_in_use_.load(std::memory_order_relaxed);
+  /// An allocation that counts against the capacity of emulated `device` (device and managed).
+  void* allocate_counted(AllocationTable& table, int device, std::size_t bytes,
+                         const std::string& what) {
+    std::atomic<std::size_t>& used_bytes = in_use(device);
+    std::size_t used = used_bytes.load(std::memory_order_relaxed);
     do {
       if (bytes > capacity_ - used) {
-        throw out_of_memory(concat(what, " of ", bytes, " bytes: the emulated device has ", used,
-                                   " of ", capacity_,
+        throw out_of_memory(concat(what, " of ", bytes, " bytes: the emulated device",
+                                   devices_ > 1 ? concat(" ", device) : std::string(), " has ",
+                                   used, " of ", capacity_,
                                    " bytes in use (SMARTARRAY_HOST_DEVICE_MEMORY sets its size)"));
       }
-    } while (!device_in_use_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
+    } while (!used_bytes.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
     try {
-      return allocate(table, bytes, pinned_default, what);
+      return allocate(table, bytes, pinned_default, what.c_str());
     } catch (...) {
-      device_in_use_.fetch_sub(bytes, std::memory_order_relaxed);
+      used_bytes.fetch_sub(bytes, std::memory_order_relaxed);
       throw;
     }
   }
 
-  void free_counted(AllocationTable& table, void* ptr, const char* what) noexcept {
+  void free_counted(AllocationTable& table, int device, void* ptr, const char* what) noexcept {
     if (std::optional<HostRange> range = forget(table, ptr, what)) {
       release(*range);
-      device_in_use_.fetch_sub(range->bytes, std::memory_order_relaxed);
+      in_use(device).fetch_sub(range->bytes, std::memory_order_relaxed);
     }
+  }
+
+  [[nodiscard]] AllocationTable& device_table(int device) noexcept {
+    return device_[static_cast<std::size_t>(device)];
+  }
+  [[nodiscard]] const AllocationTable& device_table(int device) const noexcept {
+    return device_[static_cast<std::size_t>(device)];
+  }
+  [[nodiscard]] std::atomic<std::size_t>& in_use(int device) noexcept {
+    return device_in_use_[static_cast<std::size_t>(device)];
   }
 
   /// Removes `ptr` from `table` once no queued work can touch it; reports an unknown pointer.
@@ -489,10 +579,18 @@ class HostRuntime final : public Runtime {
     return false;
   }
 
-  /// True when the device may touch `[ptr, ptr + bytes)`: device, managed or mapped memory.
-  bool device_accessible(const void* ptr, std::size_t bytes) const {
-    return device_.find_containing(ptr, bytes) || managed_.find_containing(ptr, bytes) ||
-           is_mapped(ptr, bytes);
+  /// True when `device` may touch `[ptr, ptr + bytes)`: its own memory, managed or mapped memory.
+  bool device_accessible(const void* ptr, std::size_t bytes, int device) const {
+    return device_table(device).find_containing(ptr, bytes) ||
+           managed_.find_containing(ptr, bytes) || is_mapped(ptr, bytes);
+  }
+
+  /// True when `[ptr, ptr + bytes)` overlaps memory of any device.
+  bool overlaps_device_memory(const void* ptr, std::size_t bytes) const {
+    for (int device = 0; device < devices_; ++device) {
+      if (device_table(device).find_overlapping(ptr, bytes)) return true;
+    }
+    return false;
   }
 
   /// Checks each side of a copy against its direction, so that a swapped pointer or an overrun
@@ -503,11 +601,14 @@ class HostRuntime final : public Runtime {
     const bool device_src = kind == CopyKind::device_to_host || kind == CopyKind::device_to_device;
     const auto check_side = [&](const void* ptr, bool device_side, const char* role) {
       if (device_side) {
-        SMARTARRAY_EXPECTS(device_accessible(ptr, bytes), logic_error, copy_kind_name(kind),
-                           " copy of ", bytes, " bytes on ", queue.name(), ": the ", role, " at ",
-                           ptr, " is not inside one device, managed or mapped allocation");
+        SMARTARRAY_EXPECTS(device_accessible(ptr, bytes, queue.device()), logic_error,
+                           copy_kind_name(kind), " copy of ", bytes, " bytes on ", queue.name(),
+                           ": the ", role, " at ", ptr, " is not inside one ",
+                           devices_ > 1 ? concat("allocation of device ", queue.device())
+                                        : std::string("device"),
+                           ", managed or mapped allocation");
       } else {
-        SMARTARRAY_EXPECTS(!device_.find_overlapping(ptr, bytes), logic_error,
+        SMARTARRAY_EXPECTS(!overlaps_device_memory(ptr, bytes), logic_error,
                            copy_kind_name(kind), " copy of ", bytes, " bytes on ", queue.name(),
                            ": the ", role, " at ", ptr,
                            " is device memory, but this direction expects host memory");
@@ -524,16 +625,19 @@ class HostRuntime final : public Runtime {
 
   const std::chrono::microseconds latency_;
   const std::size_t capacity_;
-  DeviceProperties properties_;
-  std::atomic<std::size_t> device_in_use_{0};  // device and managed bytes, against capacity_
+  const int devices_;
+  const bool peer_access_;
+  std::array<DeviceProperties, max_devices> properties_;
+  // Each device's bytes in use (managed memory counts on device 0), against capacity_.
+  std::array<std::atomic<std::size_t>, max_devices> device_in_use_{};
 
-  AllocationTable device_;
+  std::array<AllocationTable, max_devices> device_;
   AllocationTable pinned_;
   AllocationTable managed_;
   AllocationTable registered_;
 
   std::mutex streams_mutex_;
-  std::shared_ptr<HostStream> default_stream_;  // made on first use
+  std::array<std::shared_ptr<HostStream>, max_devices> default_streams_;  // made on first use
   std::unordered_map<const void*, std::shared_ptr<HostStream>> streams_;
 
   std::mutex events_mutex_;

@@ -39,12 +39,16 @@ class HostStream {
 
   /**
    * @brief Starts the worker.
-   * @param is_default true for the default stream (only used in its name).
+   * @param is_default true for a device's default stream (only used in its name).
+   * @param device the emulated device the stream lives on.
+   * @param name_device whether the name says the device (when there are several).
    * @param latency the delay before each task.
    */
-  HostStream(bool is_default, std::chrono::microseconds latency)
-      : name_(is_default ? std::string("default stream")
-                         : concat("stream ", static_cast<const void*>(this))),
+  HostStream(bool is_default, int device, bool name_device, std::chrono::microseconds latency)
+      : name_(concat(is_default ? std::string("default stream")
+                                : concat("stream ", static_cast<const void*>(this)),
+                     name_device ? concat(" of device ", device) : std::string())),
+        device_(device),
         latency_(latency) {
     worker_ = std::thread([this] { run(); });
   }
@@ -52,8 +56,11 @@ class HostStream {
   HostStream(const HostStream&) = delete;
   HostStream& operator=(const HostStream&) = delete;
 
-  /// "stream 0x..." or "default stream", for messages.
+  /// "stream 0x..." or "default stream" (with " of device N" when there are several), for
+  /// messages.
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// The emulated device the stream lives on.
+  [[nodiscard]] int device() const noexcept { return device_; }
 
   /// The stream whose worker is the calling thread, or nullptr on any other thread.
   [[nodiscard]] static const HostStream* current() noexcept { return current_; }
@@ -155,6 +162,7 @@ class HostStream {
   static inline thread_local const HostStream* current_ = nullptr;
 
   const std::string name_;
+  const int device_;
   const std::chrono::microseconds latency_;
   std::mutex mutex_;
   std::condition_variable work_ready_;  // the worker waits here for tasks

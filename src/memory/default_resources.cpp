@@ -6,32 +6,32 @@
 
 #include <smartarray/runtime/detail/runtime.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <utility>
 
 namespace smartarray {
 namespace {
 
 constexpr std::size_t mebibyte = std::size_t{1} << 20;
 
-void check_device(int device) {
-  SMARTARRAY_EXPECTS(device == 0, logic_error, "memory resources of device ", device,
-                     ": only device 0 (the active backend's device) is supported");
-}
+void check_device(int device) { detail::runtime().check_device(device, "memory resources"); }
 
-PoolOptions pool_options(std::size_t max_chunk_size, const char* name) {
+PoolOptions pool_options(std::size_t max_chunk_size, std::string name) {
   PoolOptions options;
   options.chunk_size = 2 * mebibyte;
   options.max_chunk_size = max_chunk_size;
-  options.name = name;
+  options.name = std::move(name);
   return options;
 }
 
 /// One raw upstream, its pool and the statistics over it, built together.
 template <typename Upstream>
 struct PooledStack {
-  explicit PooledStack(PoolOptions options) : pool(upstream, std::move(options)) {}
+  PooledStack(Upstream raw, PoolOptions options) : upstream(raw), pool(upstream, std::move(options)) {}
   Upstream upstream;
   PoolResource pool;
   StatisticsAdaptor statistics{pool};
@@ -51,51 +51,62 @@ std::optional<std::size_t> budget_from_environment() {
   return static_cast<std::size_t>(number) << shift;
 }
 
-PooledStack<DeviceMemoryResource>& device_stack() {
+/// The device pools, one per device, each made on first use.
+struct DeviceStacks {
+  std::mutex mutex;
+  std::array<std::atomic<PooledStack<DeviceMemoryResource>*>, max_devices> stacks{};
+};
+
+PooledStack<DeviceMemoryResource>& device_stack(int device) {
+  static auto* all = new DeviceStacks;
+  std::atomic<PooledStack<DeviceMemoryResource>*>& slot =
+      all->stacks[static_cast<std::size_t>(device)];
+  if (auto* made = slot.load(std::memory_order_acquire)) return *made;
+  std::lock_guard lock(all->mutex);
+  if (auto* made = slot.load(std::memory_order_relaxed)) return *made;
   // Chunks double with the pool up to 1 GiB: few cudaMalloc calls, little idle memory.
-  static auto* stack = [] {
-    PoolOptions options = pool_options(1024 * mebibyte, "device pool");
-    options.maximum_size = budget_from_environment();
-    return new PooledStack<DeviceMemoryResource>(std::move(options));
-  }();
-  return *stack;
+  PoolOptions options = pool_options(
+      1024 * mebibyte, detail::runtime().device_count() == 1
+                           ? std::string("device pool")
+                           : detail::concat("device ", device, " pool"));
+  options.maximum_size = budget_from_environment();
+  auto* made = new PooledStack<DeviceMemoryResource>(DeviceMemoryResource(Device{device}),
+                                                     std::move(options));
+  slot.store(made, std::memory_order_release);
+  return *made;
 }
 
 PooledStack<PinnedMemoryResource>& pinned_stack() {
   // Pinning host memory is slow and takes it from the OS: grow in smaller steps than on the device.
-  static auto* stack =
-      new PooledStack<PinnedMemoryResource>(pool_options(256 * mebibyte, "pinned pool"));
+  static auto* stack = new PooledStack<PinnedMemoryResource>(
+      PinnedMemoryResource(), pool_options(256 * mebibyte, "pinned pool"));
   return *stack;
 }
 
 /// The resources set by the user; nullptr means the built-in one.
-std::atomic<MemoryResource*> device_override{nullptr};
+std::array<std::atomic<MemoryResource*>, max_devices> device_override{};
 std::atomic<MemoryResource*> pinned_override{nullptr};
 
 }  // namespace
 
 PoolResource& default_device_pool(int device) {
   check_device(device);
-  return device_stack().pool;
+  return device_stack(device).pool;
 }
 
 std::size_t device_budget(int device) {
   check_device(device);
-  if (const std::optional<std::size_t> limit = device_stack().pool.maximum_size()) return *limit;
-  // Asked once: the device's memory does not change, every adapter call reads the budget, and
-  // cudaMemGetInfo takes 8 us on the H100 machine (it made launch() 8 us slower).
-  static const std::size_t total_bytes = [] {
-    std::size_t free_bytes = 0;
-    std::size_t total = 0;
-    detail::runtime().memory_info(free_bytes, total);
-    return total;
-  }();
-  return total_bytes;
+  if (const std::optional<std::size_t> limit = device_stack(device).pool.maximum_size()) {
+    return *limit;
+  }
+  // The device's total memory, from its properties: it does not change, every adapter call reads
+  // the budget, and cudaMemGetInfo takes 8 us on the H100 machine (it made launch() 8 us slower).
+  return detail::runtime().properties(device).total_memory;
 }
 
 void set_device_budget(std::optional<std::size_t> bytes, int device) {
   check_device(device);
-  device_stack().pool.set_maximum_size(bytes);
+  device_stack(device).pool.set_maximum_size(bytes);
 }
 
 PoolResource& default_pinned_pool(int device) {
@@ -105,7 +116,7 @@ PoolResource& default_pinned_pool(int device) {
 
 StatisticsAdaptor& default_device_resource(int device) {
   check_device(device);
-  return device_stack().statistics;
+  return device_stack(device).statistics;
 }
 
 StatisticsAdaptor& default_pinned_resource(int device) {
@@ -115,8 +126,9 @@ StatisticsAdaptor& default_pinned_resource(int device) {
 
 MemoryResource& device_resource(int device) {
   check_device(device);
-  MemoryResource* const set = device_override.load(std::memory_order_acquire);
-  return set != nullptr ? *set : device_stack().statistics;
+  MemoryResource* const set =
+      device_override[static_cast<std::size_t>(device)].load(std::memory_order_acquire);
+  return set != nullptr ? *set : device_stack(device).statistics;
 }
 
 MemoryResource& pinned_resource(int device) {
@@ -127,7 +139,8 @@ MemoryResource& pinned_resource(int device) {
 
 MemoryResource* set_device_resource(MemoryResource* resource, int device) {
   check_device(device);
-  return device_override.exchange(resource, std::memory_order_acq_rel);
+  return device_override[static_cast<std::size_t>(device)].exchange(resource,
+                                                                     std::memory_order_acq_rel);
 }
 
 MemoryResource* set_pinned_resource(MemoryResource* resource, int device) {

@@ -41,17 +41,20 @@ void free_raw(StreamRef stream, void* ptr, bool host, const char* what, Free&& f
 }  // namespace
 
 bool DeviceMemoryResource::is_equal(const MemoryResource& other) const noexcept {
-  return dynamic_cast<const DeviceMemoryResource*>(&other) != nullptr;
+  const auto* device = dynamic_cast<const DeviceMemoryResource*>(&other);
+  return device != nullptr && device->device_ == device_;
 }
 
 void* DeviceMemoryResource::do_allocate(StreamRef, std::size_t bytes, std::size_t alignment, bool) {
-  return allocate_raw(bytes, alignment, "device memory allocate",
-                      [](std::size_t n) { return detail::runtime().allocate_device(n); });
+  return allocate_raw(bytes, alignment, "device memory allocate", [this](std::size_t n) {
+    return detail::runtime().allocate_device(n, device_);
+  });
 }
 
 void DeviceMemoryResource::do_deallocate(StreamRef stream, void* ptr, std::size_t, std::size_t,
                                          bool host) noexcept {
-  free_raw(stream, ptr, host, "device memory", [](void* p) { detail::runtime().free_device(p); });
+  free_raw(stream, ptr, host, "device memory",
+           [this](void* p) { detail::runtime().free_device(p, device_); });
 }
 
 bool PinnedMemoryResource::is_equal(const MemoryResource& other) const noexcept {

@@ -35,6 +35,12 @@ struct TransferStats {
   std::uint64_t allocation_count = 0;  ///< raw (upstream) allocations, or buffers for an array
   std::uint64_t allocation_bytes = 0;  ///< bytes of those allocations
   std::uint64_t wait_count = 0;        ///< host waits on events or streams
+  std::uint64_t d2d_peer_count = 0;    ///< copies from one device to another (peer copies)
+  std::uint64_t d2d_peer_bytes = 0;    ///< bytes copied device to device across devices
+  /// Reads across devices without peer access, each staged through the host: its D2H and H2D
+  /// copies count above too.
+  std::uint64_t staged_count = 0;
+  std::uint64_t staged_bytes = 0;      ///< bytes of those reads
 
   /// @brief Field-wise difference (this minus `base`).
   [[nodiscard]] TransferStats operator-(const TransferStats& base) const noexcept;
@@ -58,6 +64,8 @@ class TransferCounters {
   void add_h2d(std::uint64_t bytes) noexcept { add(h2d_count_, h2d_bytes_, bytes); }
   void add_d2h(std::uint64_t bytes) noexcept { add(d2h_count_, d2h_bytes_, bytes); }
   void add_d2d(std::uint64_t bytes) noexcept { add(d2d_count_, d2d_bytes_, bytes); }
+  void add_d2d_peer(std::uint64_t bytes) noexcept { add(d2d_peer_count_, d2d_peer_bytes_, bytes); }
+  void add_staged(std::uint64_t bytes) noexcept { add(staged_count_, staged_bytes_, bytes); }
   void add_prefetch(std::uint64_t bytes) noexcept { add(prefetch_count_, prefetch_bytes_, bytes); }
   void add_allocation(std::uint64_t bytes) noexcept {
     add(allocation_count_, allocation_bytes_, bytes);
@@ -73,12 +81,24 @@ class TransferCounters {
   std::atomic<std::uint64_t> h2d_count_{0}, h2d_bytes_{0}, d2h_count_{0}, d2h_bytes_{0};
   std::atomic<std::uint64_t> d2d_count_{0}, d2d_bytes_{0}, prefetch_count_{0}, prefetch_bytes_{0};
   std::atomic<std::uint64_t> allocation_count_{0}, allocation_bytes_{0}, wait_count_{0};
+  std::atomic<std::uint64_t> d2d_peer_count_{0}, d2d_peer_bytes_{0}, staged_count_{0},
+      staged_bytes_{0};
 };
 
 /// @brief The process-wide counters, kept at the backend seam.
 [[nodiscard]] TransferCounters& global_counters() noexcept;
 /// @brief A snapshot of the process-wide counters.
 [[nodiscard]] TransferStats global_transfer_stats() noexcept;
+/**
+ * @brief The counters of one device: the transfers into and out of its memory. A copy up or down
+ *        counts on its device, a peer copy on the device it goes to, a staged read's D2H on the
+ *        device it comes from and its H2D (and the staged count) on the device it goes to.
+ *        Allocations and waits are counted globally only.
+ * @param device the device ordinal (0 to max_devices - 1).
+ */
+[[nodiscard]] TransferCounters& device_counters(int device) noexcept;
+/// @brief A snapshot of `device_counters(device)`.
+[[nodiscard]] TransferStats device_transfer_stats(int device) noexcept;
 
 /// @brief The transfers a scope is expected to make. Counts default to zero and are always checked;
 ///        byte totals are checked only when given.
@@ -89,6 +109,9 @@ struct Transfers {
   std::optional<std::uint64_t> h2d_bytes{};    ///< bytes host to device, if checked
   std::optional<std::uint64_t> d2h_bytes{};    ///< bytes device to host, if checked
   std::optional<std::uint64_t> d2d_bytes{};    ///< bytes device to device, if checked
+  std::uint64_t d2d_peer = 0;                  ///< peer copies between devices
+  std::optional<std::uint64_t> d2d_peer_bytes{};  ///< bytes of peer copies, if checked
+  std::uint64_t staged = 0;                    ///< reads across devices staged through the host
 };
 
 /**
@@ -136,12 +159,24 @@ std::function<void(const std::string&)> set_expect_transfers_handler(
 [[nodiscard]] bool trace_enabled() noexcept;
 
 namespace detail {
-/// The kinds of logical transfer.
-enum class TransferKind : std::uint8_t { h2d, d2h, d2d, prefetch_to_host, prefetch_to_device };
+/// The kinds of logical transfer. `d2d_peer` goes from one device to another; `staged` is not a
+/// copy but marks a read across devices that went through the host (its two copies are their own
+/// events).
+enum class TransferKind : std::uint8_t {
+  h2d,
+  d2h,
+  d2d,
+  prefetch_to_host,
+  prefetch_to_device,
+  d2d_peer,
+  staged,
+};
 
 /// One logical transfer of an array's data (a staged copy is one transfer, however many chunks it
-/// takes): its kind and bytes, why it was made, the array (number and label, nullptr for none) and
-/// the user's call it serves.
+/// takes): its kind and bytes, why it was made, the array (number and label, nullptr for none),
+/// the user's call it serves, and the devices: the one whose counters it goes to (the device a copy
+/// goes to or comes from, the destination of a peer copy or a staged read), and the source of a
+/// peer copy or staged read.
 struct TransferEvent {
   TransferKind kind;
   std::uint64_t bytes;
@@ -149,7 +184,13 @@ struct TransferEvent {
   std::uint64_t array_id;
   const char* label;
   smartarray::source_location where;
+  std::int16_t device = 0;
+  std::int16_t source_device = -1;
 };
+
+/// Tells the trace how many devices the backend has: with more than one, each line names the
+/// device (the runtime calls it once it is selected).
+void note_device_count(int count) noexcept;
 
 /// The one place where transfers are recorded. Each sink learns of `event` from here: the global
 /// counters (which `ExpectTransfers` and `global_transfer_stats` read), the array's own counters

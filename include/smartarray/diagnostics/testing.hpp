@@ -1,6 +1,6 @@
 /**
  * @file diagnostics/testing.hpp
- * @brief Test hooks: fail the k-th allocation or copy, on either backend.
+ * @brief Test hooks: fail the k-th allocation or copy, or turn peer access off, on either backend.
  *
  * Failures are injected at the backend seam (raw allocations and copies) and in pool allocations,
  * so that tests can prove that a failed operation throws and loses nothing.
@@ -34,5 +34,13 @@ void clear_injected_failures();
 
 /// @brief True when an armed failure of kind `what` has not fired yet.
 [[nodiscard]] bool failure_pending(Fault what);
+
+/**
+ * @brief With `false`, every two distinct devices count as unable to copy from each other
+ *        directly (`peer_access` is false), so that reads across devices take the fallback through
+ *        the host even where the hardware has peer access; `true` restores what the backend
+ *        reports. On either backend.
+ */
+void set_peer_access_enabled(bool enabled);
 
 }  // namespace smartarray::testing

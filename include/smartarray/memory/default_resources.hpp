@@ -14,8 +14,13 @@
  * `set_pinned_resource` replace the resource that new arrays use; an array can also be given its
  * own.
  *
- * Only the active backend's device, ordinal 0, exists today; the ordinal parameter shapes the API
- * for more.
+ * Each device has its own device pool, budget and eviction: an array's copy on device 1 comes
+ * from device 1's resource, and filling device 1 evicts copies on device 1 only. Pinned host
+ * memory serves every device (the CUDA runtime makes it accessible to all of them), so every
+ * ordinal names the one pinned pool; the ordinal is still checked.
+ *
+ * Every function below throws logic_error for an ordinal that is not a device of the active
+ * backend.
  */
 #pragma once
 
@@ -31,7 +36,6 @@ namespace smartarray {
 /**
  * @brief The built-in device pool of `device`.
  * @param device the device ordinal.
- * @throws logic_error for an ordinal other than 0.
  */
 [[nodiscard]] PoolResource& default_device_pool(int device = 0);
 
@@ -44,8 +48,9 @@ namespace smartarray {
  * `out_of_memory`. `SMARTARRAY_DEVICE_BUDGET` sets it when the pool is built: a number of bytes,
  * or one followed by K, M or G (powers of 1024). On the host backend the device's memory is
  * `SMARTARRAY_HOST_DEVICE_MEMORY`.
+ * `SMARTARRAY_DEVICE_BUDGET` applies to every device.
  * @param device the device ordinal.
- * @throws logic_error for an ordinal other than 0, or when SMARTARRAY_DEVICE_BUDGET is not a size.
+ * @throws logic_error when SMARTARRAY_DEVICE_BUDGET is not a size.
  */
 [[nodiscard]] std::size_t device_budget(int device = 0);
 /**
@@ -53,42 +58,36 @@ namespace smartarray {
  *        above a lowered budget stays until trimmed or evicted; the pool only stops growing.
  * @param bytes the budget; none (the device's memory) when empty.
  * @param device the device ordinal.
- * @throws logic_error for an ordinal other than 0.
  */
 void set_device_budget(std::optional<std::size_t> bytes, int device = 0);
 
 /**
- * @brief The built-in pinned host pool for `device`.
+ * @brief The built-in pinned host pool, which every device shares.
  * @param device the device ordinal.
- * @throws logic_error for an ordinal other than 0.
  */
 [[nodiscard]] PoolResource& default_pinned_pool(int device = 0);
 
 /**
  * @brief The built-in device resource of `device`: statistics over `default_device_pool`.
  * @param device the device ordinal.
- * @throws logic_error for an ordinal other than 0.
  */
 [[nodiscard]] StatisticsAdaptor& default_device_resource(int device = 0);
 
 /**
  * @brief The built-in pinned resource for `device`: statistics over `default_pinned_pool`.
  * @param device the device ordinal.
- * @throws logic_error for an ordinal other than 0.
  */
 [[nodiscard]] StatisticsAdaptor& default_pinned_resource(int device = 0);
 
 /**
  * @brief The device resource that new arrays use: the one last set, else the built-in one.
  * @param device the device ordinal.
- * @throws logic_error for an ordinal other than 0.
  */
 [[nodiscard]] MemoryResource& device_resource(int device = 0);
 
 /**
  * @brief The pinned host resource that new arrays use: the one last set, else the built-in one.
  * @param device the device ordinal.
- * @throws logic_error for an ordinal other than 0.
  */
 [[nodiscard]] MemoryResource& pinned_resource(int device = 0);
 
@@ -99,17 +98,16 @@ void set_device_budget(std::optional<std::size_t> bytes, int device = 0);
  * @param device the device ordinal.
  * @return the previous resource, or nullptr when it was the built-in one, so that setting the
  *         returned value back restores it.
- * @throws logic_error for an ordinal other than 0.
  */
 MemoryResource* set_device_resource(MemoryResource* resource, int device = 0);
 
 /**
- * @brief Makes new arrays take pinned host memory from `resource`. Arrays that exist keep theirs.
+ * @brief Makes new arrays take pinned host memory from `resource` (for every device, as the
+ *        pinned pool is shared). Arrays that exist keep theirs.
  * @param resource the new resource, which must outlive every array that uses it; nullptr restores
  *        the built-in one.
  * @param device the device ordinal.
  * @return the previous resource, or nullptr when it was the built-in one.
- * @throws logic_error for an ordinal other than 0.
  */
 MemoryResource* set_pinned_resource(MemoryResource* resource, int device = 0);
 

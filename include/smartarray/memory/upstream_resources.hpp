@@ -19,21 +19,28 @@
 namespace smartarray {
 
 /**
- * @brief Device memory straight from the backend (`cudaMalloc` / `cudaFree`).
+ * @brief Memory of one device straight from the backend (`cudaMalloc` / `cudaFree`).
  *
- * Blocks are aligned to at least 256 bytes. Alignments above 256 are refused.
+ * Blocks are aligned to at least 256 bytes. Alignments above 256 are refused. Streams given to a
+ * stream-ordered call must be streams of the resource's device.
  */
 class DeviceMemoryResource final : public MemoryResource {
  public:
+  /// @brief Memory of `device` (checked at the first allocation).
+  explicit DeviceMemoryResource(Device device = Device{}) noexcept : device_(device.ordinal) {}
   /// @brief Device memory.
   [[nodiscard]] MemoryKind kind() const noexcept override { return MemoryKind::device; }
-  /// @brief True for any `DeviceMemoryResource`: all free the same way.
+  /// @brief The device whose memory this is.
+  [[nodiscard]] Device device() const noexcept { return Device{device_}; }
+  /// @brief True for any `DeviceMemoryResource` of the same device: all free the same way.
   [[nodiscard]] bool is_equal(const MemoryResource& other) const noexcept override;
 
  private:
   void* do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment, bool host) override;
   void do_deallocate(StreamRef stream, void* ptr, std::size_t bytes, std::size_t alignment,
                      bool host) noexcept override;
+
+  int device_;
 };
 
 /**

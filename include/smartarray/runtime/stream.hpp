@@ -4,9 +4,13 @@
  *
  * A `StreamRef` is a pointer-sized handle. On the cuda backend its value is a `cudaStream_t`; on the
  * host backend it names an emulated in-order queue. A default-constructed `StreamRef` is the
- * backend's default stream.
+ * default stream of the calling thread's current device; `default_stream(Device{1})` names device
+ * 1's default stream whatever device is current. Every stream lives on one device
+ * (runtime/device.hpp), and work queued on it runs there.
  */
 #pragma once
+
+#include <smartarray/runtime/device.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -19,6 +23,12 @@
 #endif
 
 namespace smartarray {
+namespace detail {
+/// The handles of the default streams of devices 0, 1, ...: small numbers that no allocator
+/// returns (CUDA's own special handles are 0x1 and 0x2), so that a stream remembered by an array
+/// or a pool names the default stream of its own device, not of whatever device is current later.
+inline constexpr std::uintptr_t device_default_stream_base = 0x100;
+}  // namespace detail
 
 /**
  * @brief A non-owning, trivially copyable handle to a stream of the active backend.
@@ -32,15 +42,25 @@ class StreamRef {
 #if SMARTARRAY_HAS_CUDA_TYPES
   /// @brief Wraps a CUDA stream. Only meaningful on the cuda backend.
   StreamRef(cudaStream_t stream) noexcept : handle_(static_cast<void*>(stream)) {}  // NOLINT
-  /// @brief The CUDA stream. Only meaningful on the cuda backend.
+  /// @brief The CUDA stream. Only meaningful on the cuda backend. A device's default stream
+  /// (`default_stream(Device)`) is `cudaStreamLegacy`, which names that device's default stream
+  /// while the device is current.
   [[nodiscard]] cudaStream_t cuda_stream() const noexcept {
-    return static_cast<cudaStream_t>(handle_);
+    return default_of_device() >= 0 ? cudaStreamLegacy : static_cast<cudaStream_t>(handle_);
   }
 #endif
   /// @brief The raw backend handle.
   [[nodiscard]] constexpr void* handle() const noexcept { return handle_; }
-  /// @brief True for the default stream.
+  /// @brief True for the default stream of the current device (`StreamRef{}`).
   [[nodiscard]] constexpr bool is_default() const noexcept { return handle_ == nullptr; }
+  /// @brief The device whose default stream this is (`default_stream(Device)`), else -1.
+  [[nodiscard]] int default_of_device() const noexcept {
+    const auto value = reinterpret_cast<std::uintptr_t>(handle_);
+    return value >= detail::device_default_stream_base &&
+                   value < detail::device_default_stream_base + max_devices
+               ? static_cast<int>(value - detail::device_default_stream_base)
+               : -1;
+  }
   friend constexpr bool operator==(StreamRef a, StreamRef b) noexcept {
     return a.handle_ == b.handle_;
   }
@@ -54,9 +74,13 @@ class StreamRef {
  */
 class Stream {
  public:
-  /// @brief Creates a new stream.
+  /// @brief Creates a new stream on the current device.
   /// @throws cuda_error when the backend cannot create one.
   Stream();
+  /// @brief Creates a new stream on `device`; work queued on it runs there.
+  /// @throws logic_error when the ordinal is not a device of the active backend.
+  /// @throws cuda_error when the backend cannot create one.
+  explicit Stream(Device device);
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -67,6 +91,8 @@ class Stream {
 
   /// @brief The non-owning handle.
   [[nodiscard]] StreamRef ref() const noexcept { return ref_; }
+  /// @brief The device the stream lives on.
+  [[nodiscard]] Device device() const;
   /// @brief Converts to the non-owning handle.
   operator StreamRef() const noexcept { return ref_; }  // NOLINT
   /// @brief Blocks the host until all work queued on this stream is done.
@@ -80,8 +106,21 @@ class Stream {
 
 /// @brief Blocks the host until all work on `stream` is done.
 void synchronize(StreamRef stream);
-/// @brief Blocks the host until all work on every stream of the device is done.
+/// @brief Blocks the host until all work on every stream of the current device is done.
 void synchronize_device();
+
+/**
+ * @brief The default stream of `device`, which names that device's default stream whatever
+ *        device is current (`StreamRef{}` is the current device's).
+ * @throws logic_error when the ordinal is not a device of the active backend.
+ */
+[[nodiscard]] StreamRef default_stream(Device device);
+
+/**
+ * @brief The device that `stream` lives on: the current device for `StreamRef{}`.
+ * @throws logic_error for a handle that is not a live stream (host backend).
+ */
+[[nodiscard]] Device stream_device(StreamRef stream);
 
 /**
  * @brief Makes smartarray forget a stream that you created yourself, before you destroy it.

@@ -20,8 +20,9 @@
 
 namespace smartarray::detail {
 
-/// Direction of a copy.
-enum class CopyKind { host_to_device, device_to_host, device_to_device, host_to_host };
+/// Direction of a copy. `device_to_device` stays on one device; `peer` goes from one device to
+/// another (copy_peer_async()).
+enum class CopyKind { host_to_device, device_to_host, device_to_device, host_to_host, peer };
 
 /// Where a managed range should live (prefetch target).
 enum class Location { host, device };
@@ -41,6 +42,11 @@ using EventHandle = void*;
  *
  * Every function that can fail throws `cuda_error` (or `out_of_memory` for allocations) with a
  * message naming the operation and its bytes.
+ *
+ * Devices are numbered 0 to device_count() - 1. Device memory belongs to the device it was
+ * allocated on, and a copy into or out of it runs on a stream of that device (a peer copy on a
+ * stream of either device). Events may be recorded on a stream of any device and waited for on
+ * any other: each backend keeps whatever per-device objects that takes.
  */
 class Runtime {
  public:
@@ -50,13 +56,35 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   [[nodiscard]] virtual BackendKind kind() const noexcept = 0;
-  [[nodiscard]] virtual const DeviceProperties& properties() const noexcept = 0;
-  /// Free and total device memory in bytes, now.
-  virtual void memory_info(std::size_t& free_bytes, std::size_t& total_bytes) = 0;
+
+  // --- devices ---
+  [[nodiscard]] virtual int device_count() const noexcept = 0;
+  /// The properties of `device`. @throws logic_error for an ordinal that is not a device.
+  [[nodiscard]] const DeviceProperties& properties(int device) const;
+  /// The properties of the current device.
+  [[nodiscard]] const DeviceProperties& properties() const {
+    return properties(current_device());
+  }
+  /// The calling thread's current device.
+  [[nodiscard]] virtual int current_device() const = 0;
+  /// @throws logic_error for an ordinal that is not a device.
+  void set_current_device(int device);
+  /// True when `reader` can copy from memory of `owner` directly (true for a device and itself).
+  [[nodiscard]] bool can_access_peer(int reader, int owner);
+  /// Throws logic_error, naming `what`, when `device` is not a device of this backend.
+  void check_device(int device, const char* what) const;
+  /// Free and total memory of `device` in bytes, now.
+  virtual void memory_info(int device, std::size_t& free_bytes, std::size_t& total_bytes) = 0;
+  /// Free and total memory of the current device in bytes, now.
+  void memory_info(std::size_t& free_bytes, std::size_t& total_bytes) {
+    memory_info(current_device(), free_bytes, total_bytes);
+  }
 
   // --- raw allocation (counted, fault-injectable) ---
-  void* allocate_device(std::size_t bytes);
-  void free_device(void* ptr) noexcept;
+  /// Memory of `device`.
+  void* allocate_device(std::size_t bytes, int device = 0);
+  /// Frees memory that allocate_device() took on `device`.
+  void free_device(void* ptr, int device = 0) noexcept;
   void* allocate_pinned(std::size_t bytes, unsigned flags = pinned_default);
   void free_pinned(void* ptr) noexcept;
   void* allocate_managed(std::size_t bytes);
@@ -71,6 +99,11 @@ class Runtime {
   /// Enqueues a copy of `bytes` on `stream`. Zero bytes is a no-op. Not counted here: the core
   /// reports each logical transfer once (detail::emit_transfer), however many copies it takes.
   void copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, StreamRef stream);
+  /// Enqueues a copy of `bytes` from memory of `src_device` to memory of `dst_device`, device to
+  /// device, on `stream` (of either device). The devices must reach each other
+  /// (can_access_peer()); the cuda backend enables peer access between them on first use.
+  void copy_peer_async(void* dst, int dst_device, const void* src, int src_device,
+                       std::size_t bytes, StreamRef stream);
   /// Enqueues the host-to-device `copies` on `stream`, in stream order for their destinations, and
   /// reads their host sources before it returns: the host may overwrite them at once, with no
   /// event to wait for. No earlier work may still write those sources. False, with nothing
@@ -79,7 +112,8 @@ class Runtime {
   /// Meant for small copies on an idle stream: the call takes as long as reading the sources, and
   /// the cuda backend's also waits for the stream's earlier work.
   [[nodiscard]] bool copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream);
-  /// Enqueues a prefetch of managed memory (reported by the core, as copies are).
+  /// Enqueues a prefetch of managed memory to the host or to the stream's device (reported by the
+  /// core, as copies are).
   void prefetch_async(const void* ptr, std::size_t bytes, Location where, StreamRef stream);
   /// Advises the driver that managed memory is read mostly (cudaMemAdviseSetReadMostly): each
   /// side that reads it keeps a copy, and only a write invalidates the others.
@@ -88,10 +122,24 @@ class Runtime {
   virtual void launch_host_func(StreamRef stream, std::function<void()> fn) = 0;
 
   // --- streams ---
-  [[nodiscard]] virtual StreamRef create_stream() = 0;
-  virtual void destroy_stream(StreamRef stream) noexcept = 0;
+  /// A new stream on `device`.
+  [[nodiscard]] StreamRef create_stream(int device);
+  /// A new stream on the current device.
+  [[nodiscard]] StreamRef create_stream() { return create_stream(current_device()); }
+  void destroy_stream(StreamRef stream) noexcept;
+  /// The device `stream` lives on (0 with one device, without asking the backend).
+  [[nodiscard]] int stream_device(StreamRef stream);
+  /// The default stream of `device`, named so that it stays that device's whatever device is
+  /// current later; with one device, the plain default stream (`StreamRef{}`).
+  [[nodiscard]] StreamRef default_stream(int device);
+  /// `stream`, with the default stream of the current device named as default_stream() names it:
+  /// what an array or a pool may remember.
+  [[nodiscard]] StreamRef canonical(StreamRef stream) {
+    return stream.is_default() && device_count() > 1 ? default_stream(current_device()) : stream;
+  }
   void synchronize(StreamRef stream);
   [[nodiscard]] virtual bool query(StreamRef stream) = 0;
+  /// Waits for every stream of the current device.
   void synchronize_device();
 
   // --- events ---
@@ -108,8 +156,11 @@ class Runtime {
   [[nodiscard]] virtual bool query(EventHandle event) = 0;
 
  protected:
-  virtual void* do_allocate_device(std::size_t bytes) = 0;
-  virtual void do_free_device(void* ptr) noexcept = 0;
+  virtual void do_set_current_device(int device) = 0;
+  virtual bool do_can_access_peer(int reader, int owner) = 0;
+  [[nodiscard]] virtual const DeviceProperties& do_properties(int device) const noexcept = 0;
+  virtual void* do_allocate_device(std::size_t bytes, int device) = 0;
+  virtual void do_free_device(void* ptr, int device) noexcept = 0;
   virtual void* do_allocate_pinned(std::size_t bytes, unsigned flags) = 0;
   virtual void do_free_pinned(void* ptr) noexcept = 0;
   virtual void* do_allocate_managed(std::size_t bytes) = 0;
@@ -118,6 +169,12 @@ class Runtime {
   virtual void do_unregister_host(void* ptr) noexcept = 0;
   virtual void do_copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind,
                              StreamRef stream) = 0;
+  virtual void do_copy_peer_async(void* dst, int dst_device, const void* src, int src_device,
+                                  std::size_t bytes, StreamRef stream) = 0;
+  virtual StreamRef do_create_stream(int device) = 0;
+  virtual void do_destroy_stream(StreamRef stream) noexcept = 0;
+  /// The device of a stream that is neither a default stream nor one of create_stream()'s.
+  virtual int do_stream_device(StreamRef stream) = 0;
   virtual bool do_copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream) = 0;
   virtual void do_prefetch_async(const void* ptr, std::size_t bytes, Location where,
                                  StreamRef stream) = 0;
