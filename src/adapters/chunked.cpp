@@ -2,19 +2,26 @@
 #include <smartarray/adapters/detail/chunked.hpp>
 #include <smartarray/error.hpp>
 
+#include <mutex>
+
 namespace smartarray::detail {
 
-std::array<StreamRef, chunk_slots> chunk_streams() {
-  // Made once and never destroyed: chunked calls may run until the process ends.
-  static auto* streams = new std::array<Stream, chunk_slots>;
-  std::array<StreamRef, chunk_slots> refs;
-  for (std::size_t b = 0; b < chunk_slots; ++b) refs[b] = (*streams)[b];
-  return refs;
+std::array<StreamRef, chunk_slots> chunk_streams(int device) {
+  // Made once per device and never destroyed: chunked calls may run until the process ends.
+  static std::mutex mutex;
+  static std::array<std::array<StreamRef, chunk_slots>, max_devices> made{};
+  std::lock_guard lock(mutex);
+  std::array<StreamRef, chunk_slots>& streams = made[static_cast<std::size_t>(device)];
+  if (streams[0].is_default()) {
+    for (StreamRef& stream : streams) stream = runtime().create_stream(device);
+  }
+  return streams;
 }
 
-std::size_t chunk_elements(const char* what, std::size_t n, std::size_t element_bytes) {
+std::size_t chunk_elements(const char* what, std::size_t n, std::size_t element_bytes,
+                           int device) {
   constexpr std::size_t granule = 256;
-  const std::size_t budget = device_budget();
+  const std::size_t budget = device_budget(device);
   // Half the budget for the buffers of every array and slot: the rest stays for the pool's other
   // users and its rounding.
   const std::size_t chunk = budget / 2 / (chunk_slots * element_bytes) / granule * granule;

@@ -15,6 +15,18 @@ namespace {
 /// The numbers of arrays, in the order they are first named.
 std::atomic<std::uint64_t> next_array_id{1};
 
+/// Exchanges two device copies (their eviction links are unlinked; the caller relinks them).
+void swap_device_copies(DeviceCopy& a, DeviceCopy& b) noexcept {
+  std::swap(a.data, b.data);
+  std::swap(a.capacity, b.capacity);
+  std::swap(a.external, b.external);
+  std::swap(a.resource, b.resource);
+  std::swap(a.registry, b.registry);
+  std::swap(a.registry_resolved, b.registry_resolved);
+  a.order.swap(b.order);
+  std::swap(a.views, b.views);
+}
+
 }  // namespace
 
 ArrayCore::~ArrayCore() { release_all(); }
@@ -36,7 +48,7 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
   const std::size_t bytes = other.state_.size();
   if (bytes == 0) return;
   // The stream names taken from `other` below were cleaned up to its generation.
-  order_.adopt_generation(other.order_);
+  host_order().adopt_generation(other.host_order());
   buffers_.capacity = bytes;
   if (other.state_.is_unwritten()) {
     // Nothing was written: the copy holds nothing either, and takes no memory yet.
@@ -47,7 +59,7 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
   const StorageContext here = context("copy of an array", smartarray::source_location::current());
   if (one_buffer()) {
     // One buffer holds everything: copy it on the host once its device writer is done.
-    if (const std::optional<StreamRef> writer = other.order_.live_writer()) {
+    if (const std::optional<StreamRef> writer = other.host_order().live_writer()) {
       host_wait_stream(*writer);
     }
     buffers_.host = strategy().allocate_host(here, bytes, buffers_.host_pageable);
@@ -56,33 +68,39 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
     refresh_state();
     return;
   }
-  // Each side copies only what it holds valid; a stale side is never copied.
+  // Each place copies only what it holds valid; a stale one is never copied.
   if (!other.state_.host_stale_everywhere()) {
     buffers_.host = strategy().allocate_host(here, bytes, buffers_.host_pageable);
     other.state_.for_each_held(Side::host, bytes, [&](ByteRange range) {
       std::memcpy(buffers_.host + range.begin, other.buffers_.host + range.begin, range.size());
     });
   }
-  // One device copy of everything up to the last byte the device holds.
-  const std::size_t device_end = other.state_.device_extent();
-  if (device_end > 0) {
-    const StreamRef stream = other.order_.live_writer().value_or(StreamRef{});
+  // On each device, one copy of everything up to the last byte it holds.
+  for (int device = 0; device < other.device_copies(); ++device) {
+    const std::size_t device_end = other.state_.device_extent(device);
+    if (device_end == 0) continue;
+    const DeviceCopy& source = other.device_copy(device);
+    DeviceCopy& target = device_copy(device);
+    target.order.adopt_generation(source.order);
+    const StreamRef stream =
+        source.order.live_writer().value_or(runtime().default_stream(device));
     try {
-      resolve_eviction_registry();
-      buffers_.device = static_cast<std::byte*>(device_mr().allocate(stream, bytes));
-      buffers_.device_capacity = bytes;
-      runtime().copy_async(buffers_.device, other.buffers_.device, device_end,
-                           CopyKind::device_to_device, stream);
+      resolve_eviction_registry(device);
+      target.data = static_cast<std::byte*>(device_mr(device).allocate(stream, bytes));
+      target.capacity = bytes;
+      runtime().copy_async(target.data, source.data, device_end, CopyKind::device_to_device,
+                           stream);
     } catch (...) {
       release_all();
       throw;
     }
-    here.note_transfer(TransferKind::d2d, device_end);
+    context("copy of an array", smartarray::source_location::current(), device)
+        .note_transfer(TransferKind::d2d, device_end);
     // The copy reads `other` on `stream`: a later write of `other` must wait for it. SmartArray
     // keeps its core mutable, so this core is never a const object.
-    const_cast<ArrayCore&>(other).order_.add_user(stream);
-    order_.set_exclusive(stream);
-    register_for_eviction();
+    const_cast<DeviceCopy&>(source).order.add_user(stream);
+    target.order.set_exclusive(stream);
+    register_for_eviction(device);
   }
   state_ = other.state_;
   refresh_state();
@@ -119,7 +137,9 @@ void ArrayCore::swap_locked(ArrayCore& other) noexcept {
   std::swap(placement_, other.placement_);
   std::swap(buffers_, other.buffers_);
   std::swap(state_, other.state_);
-  order_.swap(other.order_);
+  swap_device_copies(device0_, other.device0_);
+  std::swap(more_devices_, other.more_devices_);
+  std::swap(more_devices_count_, other.more_devices_count_);
   std::swap(observers_, other.observers_);
   std::swap(element_, other.element_);
   register_for_eviction();
@@ -128,31 +148,44 @@ void ArrayCore::swap_locked(ArrayCore& other) noexcept {
   other.refresh_state();
 }
 
-void ArrayCore::resolve_eviction_registry() {
-  if (placement_.device_registry_resolved) return;
-  placement_.device_registry = eviction_registry_for(device_mr());
-  placement_.device_registry_resolved = true;
+void ArrayCore::resolve_eviction_registry(int device) {
+  DeviceCopy& copy = device_copy(device);
+  if (copy.registry_resolved) return;
+  copy.registry = eviction_registry_for(device_mr(device));
+  copy.registry_resolved = true;
+}
+
+void ArrayCore::register_for_eviction(int device) noexcept {
+  DeviceCopy& copy = device_copy(device);
+  if (copy.data == nullptr || copy.external || copy.registry == nullptr) return;
+  detail::register_for_eviction(*copy.registry, *this, device);
+}
+
+void ArrayCore::unregister_for_eviction(int device) noexcept {
+  detail::unregister_for_eviction(*this, device);
 }
 
 void ArrayCore::register_for_eviction() noexcept {
-  if (buffers_.device == nullptr || buffers_.device_external) return;
-  if (placement_.device_registry != nullptr) {
-    detail::register_for_eviction(*placement_.device_registry, *this);
-  }
+  for (int device = 0; device < device_copies(); ++device) register_for_eviction(device);
 }
 
-void ArrayCore::unregister_for_eviction() noexcept { detail::unregister_for_eviction(*this); }
+void ArrayCore::unregister_for_eviction() noexcept {
+  for (int device = 0; device < device_copies(); ++device) unregister_for_eviction(device);
+}
 
 MemoryResource& ArrayCore::host_mr() {
   if (placement_.host_resource == nullptr) placement_.host_resource = &pinned_resource();
   return *placement_.host_resource;
 }
 
-MemoryResource& ArrayCore::device_mr() {
-  if (placement_.device_resource == nullptr) {
-    placement_.device_resource = &smartarray::device_resource();
+MemoryResource& ArrayCore::device_mr(int device) {
+  DeviceCopy& copy = device_copy(device);
+  if (copy.resource == nullptr) {
+    copy.resource = device == 0 && placement_.device_resource != nullptr
+                        ? placement_.device_resource
+                        : &smartarray::device_resource(device);
   }
-  return *placement_.device_resource;
+  return *copy.resource;
 }
 
 std::uint64_t ArrayCore::id() const noexcept {

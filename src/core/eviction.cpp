@@ -18,39 +18,49 @@ namespace smartarray::detail {
 /// least recently used first.
 class EvictionRegistry {
  public:
-  void add(ArrayCore* core) noexcept {
+  void add(ArrayCore* core, int device) noexcept {
     std::lock_guard lock(mutex_);
-    ArrayCore::EvictionLink& link = core->eviction_link();
+    EvictionLink& link = core->eviction_link(device);
     if (link.registry != nullptr) return;
-    link = {this, nullptr, head_};
-    if (head_ != nullptr) head_->eviction_link().previous = core;
-    head_ = core;
+    link = {this, nullptr, head_.core, 0, head_.device};
+    if (head_.core != nullptr) {
+      EvictionLink& next = head_.core->eviction_link(head_.device);
+      next.previous = core;
+      next.previous_device = static_cast<std::uint8_t>(device);
+    }
+    head_ = {core, static_cast<std::uint8_t>(device)};
     ++count_;
   }
-  void remove(ArrayCore* core) noexcept {
+  void remove(ArrayCore* core, int device) noexcept {
     std::lock_guard lock(mutex_);
-    unlink(core);
+    unlink({core, static_cast<std::uint8_t>(device)});
   }
   std::size_t evict(std::size_t bytes_needed) {
     std::lock_guard lock(mutex_);
-    std::vector<ArrayCore*> order;
+    std::vector<Entry> order;
     order.reserve(count_);
-    for (ArrayCore* core = head_; core != nullptr; core = core->eviction_link().next) {
-      order.push_back(core);
+    for (Entry entry = head_; entry.core != nullptr;) {
+      order.push_back(entry);
+      const EvictionLink& link = entry.core->eviction_link(entry.device);
+      entry = {link.next, link.next_device};
     }
-    std::sort(order.begin(), order.end(),
-              [](const ArrayCore* a, const ArrayCore* b) { return a->last_use() < b->last_use(); });
+    std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
+      return a.core->last_use() < b.core->last_use();
+    });
     std::size_t released = 0;
     for (const bool allow_dirty : {false, true}) {
-      for (ArrayCore* core : order) {
+      for (const Entry& entry : order) {
         if (released >= bytes_needed) return released;
-        if (core == eviction_state::acquiring || core->eviction_link().registry != this) continue;
-        std::unique_lock array_lock(core->mutex(), std::try_to_lock);
+        if (entry.core == eviction_state::acquiring ||
+            entry.core->eviction_link(entry.device).registry != this) {
+          continue;
+        }
+        std::unique_lock array_lock(entry.core->mutex(), std::try_to_lock);
         if (!array_lock.owns_lock()) continue;
-        const std::size_t freed = core->evict_device_locked(allow_dirty);
+        const std::size_t freed = entry.core->evict_device_locked(entry.device, allow_dirty);
         if (freed > 0) {
           released += freed;
-          unlink(core);
+          unlink(entry);
         }
       }
     }
@@ -58,18 +68,33 @@ class EvictionRegistry {
   }
 
  private:
-  void unlink(ArrayCore* core) noexcept {
-    ArrayCore::EvictionLink& link = core->eviction_link();
+  /// One linked device copy: an array and the device of its copy.
+  struct Entry {
+    ArrayCore* core = nullptr;
+    std::uint8_t device = 0;
+  };
+
+  void unlink(Entry entry) noexcept {
+    EvictionLink& link = entry.core->eviction_link(entry.device);
     if (link.registry != this) return;
-    if (link.previous != nullptr) link.previous->eviction_link().next = link.next;
-    else head_ = link.next;
-    if (link.next != nullptr) link.next->eviction_link().previous = link.previous;
+    if (link.previous != nullptr) {
+      EvictionLink& previous = link.previous->eviction_link(link.previous_device);
+      previous.next = link.next;
+      previous.next_device = link.next_device;
+    } else {
+      head_ = {link.next, link.next_device};
+    }
+    if (link.next != nullptr) {
+      EvictionLink& next = link.next->eviction_link(link.next_device);
+      next.previous = link.previous;
+      next.previous_device = link.previous_device;
+    }
     link = {};
     --count_;
   }
 
   std::mutex mutex_;
-  ArrayCore* head_ = nullptr;
+  Entry head_;
   std::size_t count_ = 0;
 };
 
@@ -110,12 +135,12 @@ EvictionRegistry* eviction_registry_for(MemoryResource& resource) {
   return pool != nullptr ? &registry_of(*pool) : nullptr;
 }
 
-void register_for_eviction(EvictionRegistry& registry, ArrayCore& core) noexcept {
-  registry.add(&core);
+void register_for_eviction(EvictionRegistry& registry, ArrayCore& core, int device) noexcept {
+  registry.add(&core, device);
 }
 
-void unlink_from_eviction(EvictionRegistry& registry, ArrayCore& core) noexcept {
-  registry.remove(&core);
+void unlink_from_eviction(EvictionRegistry& registry, ArrayCore& core, int device) noexcept {
+  registry.remove(&core, device);
 }
 
 }  // namespace smartarray::detail

@@ -1,5 +1,6 @@
-// Private: eviction. Each pool's out-of-memory chain evicts exactly the arrays whose device buffers
-// it holds: one registry per pool, made with the pool's eviction hook on first use.
+// Private: eviction. Each pool's out-of-memory chain evicts exactly the device copies whose buffers
+// it holds: one registry per pool (so one per device for the default pools), made with the pool's
+// eviction hook on first use. An array is linked once per device copy that holds a pooled buffer.
 #pragma once
 
 #include <smartarray/core/detail/array_core.hpp>
@@ -13,12 +14,14 @@ namespace smartarray::detail {
 /// or the pool under a StatisticsAdaptor; nullptr for any other resource (its arrays are never
 /// evicted). May throw (the registry is made on first use).
 [[nodiscard]] EvictionRegistry* eviction_registry_for(MemoryResource& resource);
-void register_for_eviction(EvictionRegistry& registry, ArrayCore& core) noexcept;
-/// Unlinks `core` from the registry it is linked into (nothing when it is in none).
-void unlink_from_eviction(EvictionRegistry& registry, ArrayCore& core) noexcept;
-inline void unregister_for_eviction(ArrayCore& core) noexcept {
-  if (EvictionRegistry* const registry = core.eviction_link().registry) {
-    unlink_from_eviction(*registry, core);
+/// Links `core`'s copy on `device` into `registry`.
+void register_for_eviction(EvictionRegistry& registry, ArrayCore& core, int device) noexcept;
+/// Unlinks `core`'s copy on `device` from `registry`.
+void unlink_from_eviction(EvictionRegistry& registry, ArrayCore& core, int device) noexcept;
+/// Unlinks `core`'s copy on `device` from the registry it is linked into (nothing when none).
+inline void unregister_for_eviction(ArrayCore& core, int device) noexcept {
+  if (EvictionRegistry* const registry = core.eviction_link(device).registry) {
+    unlink_from_eviction(*registry, core, device);
   }
 }
 

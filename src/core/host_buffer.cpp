@@ -52,17 +52,18 @@ void ArrayCore::free_host(std::byte* ptr, std::size_t bytes, bool pageable) noex
   // writer only once that stream has completed. A copy that is already done frees it for anyone:
   // a stream that has since taken more work would otherwise keep the block from host requests,
   // and the pool would grow instead. Pageable memory has no such guard, so it waits for them.
-  if (!pageable && order_.one_host_reader()) {
-    if (order_.sole_host_reader_done()) {
+  StreamOrder& readers = host_order();
+  if (!pageable && readers.one_host_reader()) {
+    if (readers.sole_host_reader_done()) {
       placement_.host_resource->deallocate_sync(ptr, bytes, host_alignment);
     } else {
-      placement_.host_resource->deallocate(order_.sole_host_reader_stream(), ptr, bytes,
+      placement_.host_resource->deallocate(readers.sole_host_reader_stream(), ptr, bytes,
                                            host_alignment);
     }
-    order_.drop_host_readers();
+    readers.drop_host_readers();
     return;
   }
-  if (order_.host_readers_pending()) {
+  if (readers.host_readers_pending()) {
     try {
       wait_host_readers_locked();
     } catch (const std::exception& error) {
@@ -138,7 +139,7 @@ std::byte* ArrayCore::append_locked(std::size_t new_size) {
     buffers_.capacity = bytes;
   } else if (new_size > capacity) {
     reallocate_host(grown_capacity(new_size, capacity));
-  } else if (state_.size() < order_.host_read_end()) {
+  } else if (state_.size() < host_order().host_read_end()) {
     wait_host_readers_locked();  // a pending upload still reads the bytes the tail overwrites
   }
   // Both sides keep what they held; the new tail is valid on the host alone.
@@ -225,11 +226,14 @@ void ArrayCore::assign_copy(const ArrayCore& other) {
   if (this == &other) return;
   ArrayCore copy(other);
   swap(copy);
-  // The views of this array now see a new buffer: keep the array's slot and say so.
-  std::swap(observers_.view_slot, copy.observers_.view_slot);
-  if (observers_.view_slot != 0) {
-    note_view_change(observers_.view_slot, ViewChange::reallocated);
-    start_views();
+  // The views of this array now see new buffers: keep the array's slots and say so.
+  for (int device = 0; device < std::max(device_copies(), copy.device_copies()); ++device) {
+    ViewState& views = device_copy(device).views;
+    std::swap(views.slot, copy.device_copy(device).views.slot);
+    if (views.slot != 0) {
+      note_view_change(views.slot, ViewChange::reallocated);
+      start_views(device);
+    }
   }
   // `copy` now holds the old state, but its counters still hold the deep copy's transfers.
   const TransferStats made = copy.counters_.snapshot();

@@ -16,13 +16,14 @@ void ArrayCore::refresh_state() noexcept {
   note_view_state();
   update_host_guard();
   refresh_readable();
-  host_writable_ = state_.host_exclusive() && !order_.host_readers_pending();
+  host_writable_ = state_.host_exclusive() && !host_order().host_readers_pending();
   refresh_element_windows();
   // Inside the window an append writes only bytes that no pending copy reads, and a truncation
-  // clamps neither side's valid range.
-  fast_floor_ = std::max(state_.resize_floor(), order_.host_read_end());
-  fast_limit_ =
-      buffers_.host != nullptr && state_.size() >= order_.host_read_end() ? buffers_.capacity : 0;
+  // clamps no place's valid range.
+  fast_floor_ = std::max(state_.resize_floor(), host_order().host_read_end());
+  fast_limit_ = buffers_.host != nullptr && state_.size() >= host_order().host_read_end()
+                    ? buffers_.capacity
+                    : 0;
 }
 
 void ArrayCore::refresh_element_windows() noexcept {
@@ -50,7 +51,7 @@ void ArrayCore::refresh_element_windows() noexcept {
     if (readable.end <= 0xffffffffU) {
       read = (std::uint64_t{readable.begin} << 32) | readable.size();
     }
-    if (!order_.host_readers_pending()) {
+    if (!host_order().host_readers_pending()) {
       const ByteRange writable = tiles_of(state_.range_around(
           element_.hint, [](Holder holder) { return holder == Holder::host; }));
       element_.write_first = writable.begin;
@@ -61,47 +62,53 @@ void ArrayCore::refresh_element_windows() noexcept {
 }
 
 void ArrayCore::note_view_state() noexcept {
-  if (observers_.view_slot == 0) return;
-  ViewChange why = ViewChange::none;
-  if (state_.size() != observers_.view_size) {
-    why = ViewChange::resized;
-  } else if (view_address() != observers_.view_device) {
-    why = ViewChange::reallocated;
-  } else if (device_lost_viewed_bytes()) {
-    why = ViewChange::host_write;
+  for (int device = 0; device < device_copies(); ++device) {
+    const ViewState& views = device_copy(device).views;
+    if (views.slot == 0) continue;
+    ViewChange why = ViewChange::none;
+    if (state_.size() != views.size) {
+      why = ViewChange::resized;
+    } else if (view_address(device) != views.address) {
+      why = ViewChange::reallocated;
+    } else if (device_lost_viewed_bytes(device)) {
+      why = ViewChange::host_write;
+    }
+    if (why == ViewChange::none) continue;
+    note_view_change(views.slot, why);
+    start_views(device);
   }
-  if (why == ViewChange::none) return;
-  note_view_change(observers_.view_slot, why);
-  start_views();
 }
 
-void ArrayCore::start_views() noexcept {
-  observers_.view_size = state_.size();
-  observers_.view_device = view_address();
-  observers_.view_device_ranges = 0;
-  observers_.view_device_scattered = false;
-  if (state_.device_whole()) {  // the common case, without walking the runs
+void ArrayCore::start_views(int device) noexcept {
+  ViewState& views = device_copy(device).views;
+  views.size = state_.size();
+  views.address = view_address(device);
+  views.ranges = 0;
+  views.scattered = false;
+  if (state_.device_whole(device)) {  // the common case, without walking the runs
     if (state_.size() > 0) {
-      observers_.view_device_held[0] = {0, state_.size()};
-      observers_.view_device_ranges = 1;
+      views.held[0] = {0, state_.size()};
+      views.ranges = 1;
     }
     return;
   }
-  state_.for_each_held(Side::device, state_.size(), [&](ByteRange range) {
-    if (observers_.view_device_ranges == observers_.view_device_held.size()) {
-      observers_.view_device_scattered = true;
+  state_.for_each_held(Place(Side::device, device), state_.size(), [&](ByteRange range) {
+    if (views.ranges == views.held.size()) {
+      views.scattered = true;
     } else {
-      observers_.view_device_held[observers_.view_device_ranges++] = range;
+      views.held[views.ranges++] = range;
     }
   });
 }
 
-bool ArrayCore::device_lost_viewed_bytes() const noexcept {
-  if (state_.device_whole()) return false;
+bool ArrayCore::device_lost_viewed_bytes(int device) const noexcept {
+  if (state_.device_whole(device)) return false;
+  const ViewState& views = device_copy(device).views;
   // Scattered: a check that may call a current view stale, never the reverse.
-  if (observers_.view_device_scattered) return true;
-  for (std::size_t i = 0; i < observers_.view_device_ranges; ++i) {
-    if (!state_.holds_range(Side::device, observers_.view_device_held[i])) return true;
+  if (views.scattered) return true;
+  const Place place(Side::device, device);
+  for (std::size_t i = 0; i < views.ranges; ++i) {
+    if (!state_.holds_range(place, views.held[i])) return true;
   }
   return false;
 }

@@ -165,7 +165,7 @@ class TwoBufferStorage : public StorageStrategy {
   }
 
   [[nodiscard]] std::byte* device_address(const StorageContext& context) const final {
-    return context.buffers().device;
+    return context.device_copy().data;
   }
 
  protected:
@@ -200,16 +200,17 @@ class ExplicitStorage final : public TwoBufferStorage {
 
  private:
   void upload(const StorageContext& context, std::span<const PlannedCopy> copies,
-               StreamRef stream) const override {
-    const ArrayCore::Buffers& buffers = context.buffers();
-    if (upload_now(buffers, copies, stream)) return;
+              StreamRef stream) const override {
+    std::byte* const device = context.device_copy().data;
+    const std::byte* const host = context.buffers().host;
+    if (upload_now(device, host, copies, stream)) return;
     for (const PlannedCopy& copy : copies) {
       const ByteRange range = copy.range;
-      runtime().copy_async(buffers.device + range.begin, buffers.host + range.begin, range.size(),
+      runtime().copy_async(device + range.begin, host + range.begin, range.size(),
                            CopyKind::host_to_device, stream);
       // Its event is recorded eagerly: host writers must wait for exactly this copy, not for
       // later kernels.
-      context.order().add_host_reader(stream, range.end);
+      context.host_order().add_host_reader(stream, range.end);
     }
   }
 
@@ -221,14 +222,14 @@ class ExplicitStorage final : public TwoBufferStorage {
   /// driver's batched call waits for the stream's earlier work (measured), which would hold the
   /// host back: such copies take the asynchronous path. False when the copies are not small, the
   /// stream is busy or the backend cannot on this stream.
-  static bool upload_now(const ArrayCore::Buffers& buffers, std::span<const PlannedCopy> copies,
-                         StreamRef stream) {
+  static bool upload_now(std::byte* device, const std::byte* host,
+                         std::span<const PlannedCopy> copies, StreamRef stream) {
     if (copies.size() > upload_now_max_copies) return false;
     std::array<CopyRange, upload_now_max_copies> batch{};
     for (std::size_t i = 0; i < copies.size(); ++i) {
       const ByteRange range = copies[i].range;
       if (range.size() > upload_now_max_bytes) return false;
-      batch[i] = {buffers.device + range.begin, buffers.host + range.begin, range.size()};
+      batch[i] = {device + range.begin, host + range.begin, range.size()};
     }
     return runtime().query(stream) &&
            runtime().copy_to_device_now({batch.data(), copies.size()}, stream);
@@ -236,8 +237,8 @@ class ExplicitStorage final : public TwoBufferStorage {
 
   void download(const StorageContext& context, std::byte* dst, ByteRange range,
                 StreamRef stream) const override {
-    runtime().copy_async(dst + range.begin, context.buffers().device + range.begin, range.size(),
-                         CopyKind::device_to_host, stream);
+    runtime().copy_async(dst + range.begin, context.device_copy().data + range.begin,
+                         range.size(), CopyKind::device_to_host, stream);
     // The host waits for this array's copy only (and what precedes it on that stream).
     host_wait_stream(stream);
   }
@@ -256,19 +257,19 @@ class PageableStorage final : public TwoBufferStorage {
  private:
   void upload(const StorageContext& context, std::span<const PlannedCopy> copies,
               StreamRef stream) const override {
-    const ArrayCore::Buffers& buffers = context.buffers();
+    std::byte* const device = context.device_copy().data;
     // Staged: the host buffer is read by memcpy before this returns, so no upload is pending.
     for (const PlannedCopy& copy : copies) {
       const ByteRange range = copy.range;
-      staged_copy_to_device(context.host_resource(), buffers.device + range.begin,
-                            buffers.host + range.begin, range.size(), stream);
+      staged_copy_to_device(context.host_resource(), device + range.begin,
+                            context.buffers().host + range.begin, range.size(), stream);
     }
   }
 
   void download(const StorageContext& context, std::byte* dst, ByteRange range,
                 StreamRef stream) const override {
     staged_copy_to_host(context.host_resource(), dst + range.begin,
-                        context.buffers().device + range.begin, range.size(), stream);
+                        context.device_copy().data + range.begin, range.size(), stream);
   }
 };
 
@@ -384,7 +385,9 @@ class ManagedStorage final : public OneBufferStorage {
 }  // namespace
 
 void StorageContext::note_transfer(TransferKind kind, std::size_t bytes) const {
-  emit_transfer({kind, bytes, reason, core.id(), core.trace_label(), where}, &core.counters_);
+  emit_transfer({kind, bytes, reason, core.id(), core.trace_label(), where,
+                 static_cast<std::int16_t>(device)},
+                &core.counters_);
 }
 
 const StorageStrategy& storage_strategy(MemoryMode mode) noexcept {

@@ -21,15 +21,22 @@ namespace smartarray::detail {
 /// Host buffers are aligned for any element type and for the DMA engines.
 inline constexpr std::size_t host_alignment = 256;
 
-/// What a strategy works on: one array, under its lock, for one call (named in traces).
+/// What a strategy works on: one array, under its lock, for one call (named in traces), and the
+/// device whose copy the copies go to or come from.
 struct StorageContext {
   ArrayCore& core;
   const char* reason;
   smartarray::source_location where;
+  int device = 0;
 
   [[nodiscard]] ArrayCore::Buffers& buffers() const noexcept { return core.buffers_; }
   [[nodiscard]] const ArrayCore::Placement& placement() const noexcept { return core.placement_; }
-  [[nodiscard]] StreamOrder& order() const noexcept { return core.order_; }
+  /// The device's copy: its buffer is `device_copy().data` (none in the one-buffer modes).
+  [[nodiscard]] DeviceCopy& device_copy() const { return core.device_copy(device); }
+  /// The work on the device's copy.
+  [[nodiscard]] StreamOrder& order() const { return core.device_copy(device).order; }
+  /// The copies still reading the host buffer are tracked here.
+  [[nodiscard]] StreamOrder& host_order() const noexcept { return core.host_order(); }
   [[nodiscard]] std::size_t size() const noexcept { return core.state_.size(); }
   /// The host resource (the default is taken at the first call).
   [[nodiscard]] MemoryResource& host_resource() const { return core.host_mr(); }

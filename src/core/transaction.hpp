@@ -25,19 +25,22 @@ class ArrayCore::Transaction {
 
   Transaction(ArrayCore& core, Kind kind, const smartarray::source_location* where = nullptr)
       : core_(core), lock_(core.mutex_), scope_(&core, where), refresh_(kind != Kind::inspect) {
-    core.order_.forget_retired();
+    core.device0_.order.forget_retired();
+    for (int device = 1; device < core.device_copies(); ++device) {
+      core.device_copy(device).order.forget_retired();
+    }
     if (kind == Kind::use) core.touch();
   }
   ~Transaction() {
     if (!refresh_) return;
     core_.refresh_state();
-    if (start_views_) core_.start_views();
+    if (start_views_ >= 0) core_.start_views(start_views_);
   }
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
 
-  /// The device views handed out from now on see the state this transaction leaves.
-  void start_views() noexcept { start_views_ = true; }
+  /// The views of `device`'s copy handed out from now on see the state this transaction leaves.
+  void start_views(int device) noexcept { start_views_ = device; }
   /// The entry point changed nothing (a fast path): the observers need no refresh.
   void changed_nothing() noexcept { refresh_ = false; }
 
@@ -46,7 +49,7 @@ class ArrayCore::Transaction {
   std::lock_guard<std::mutex> lock_;
   AcquireScope scope_;
   bool refresh_;
-  bool start_views_ = false;
+  int start_views_ = -1;  ///< the device whose views start anew, or -1
 };
 
 }  // namespace smartarray::detail

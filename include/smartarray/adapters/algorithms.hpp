@@ -81,7 +81,7 @@ void copy_elements(Dst& dst, const Src& src, StreamRef stream,
                        ", ", to_first + dst.size(), "): the ranges overlap");
   }
   if (src.empty()) return;
-  if (runs_in_chunks(0, dst, src)) {
+  if (runs_in_chunks(stream, 0, dst, src)) {
     // Arrays that together do not fit the device budget are copied on the host: the source's
     // host copy is made whole, and one parallel memcpy writes the destination's, which becomes
     // valid on the host only. No device memory is used.
@@ -210,7 +210,7 @@ void fill(Slice<T> s, std::type_identity_t<std::remove_const_t<T>> value, Stream
                 "non-const array)");
   if constexpr (!std::is_const_v<T>) {
     if (s.empty()) return;
-    if (detail::runs_in_chunks(0, s)) {
+    if (detail::runs_in_chunks(stream, 0, s)) {
       // A range whose array does not fit the device budget is filled on the host, which then
       // alone holds it: no device memory, no copy.
       const std::span<T> host = s.host_view(Access::discard, std::nullopt, where);

@@ -84,8 +84,9 @@ void for_each_index(std::size_t n, F f, StreamRef stream = {}) {
   }
 #if defined(__CUDACC__)
   constexpr unsigned block = 256;
+  const DeviceGuard on_device(stream_device(stream));
   detail::for_each_index_kernel<<<detail::grid_size_for(n, block), block, 0,
-                                  static_cast<cudaStream_t>(stream.handle())>>>(n, f);
+                                  stream.cuda_stream()>>>(n, f);
   SMARTARRAY_CUDA_TRY(cudaGetLastError(), "launch for_each_index over ", n, " elements on stream ",
                       stream.handle());
 #else

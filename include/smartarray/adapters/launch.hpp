@@ -413,9 +413,9 @@ std::size_t launch_array_bytes_of(const A& argument) noexcept {
 /// device memory than the device budget: a raw kernel needs them all on the device at once, and
 /// evicting its own arguments to make room would thrash.
 template <typename... Args>
-void check_launch_budget(const Args&... args) {
+void check_launch_budget(StreamRef stream, const Args&... args) {
   // Every launch asks: first the sizes alone, which rule out all launches that fit.
-  const std::size_t budget = device_budget();
+  const std::size_t budget = device_budget(runtime().stream_device(stream));
   if ((launch_array_bytes_of(args) + ... + std::size_t{0}) <= budget) return;
   const std::size_t bytes = (launch_bytes_of(args) + ... + std::size_t{0});
   if (bytes <= budget) return;
@@ -433,7 +433,7 @@ std::tuple<Params...> bind_kernel_args(TypeList<Params...>, std::index_sequence<
                                        StreamRef stream, const smartarray::source_location& where,
                                        Args&&... args) {
   (check_argument_range(args), ...);
-  check_launch_budget(args...);
+  check_launch_budget(stream, args...);
   std::tuple<Params...> parameters{
       bind_argument<Params>(std::forward<Args>(args), stream, where)...};
   (bind_discarded<Params, Args>(std::get<I>(parameters), args, stream, where), ...);
@@ -472,8 +472,9 @@ void launch_kernel(const void* kernel, dim3 grid, dim3 block, std::size_t shared
             static_cast<void*>(std::addressof(parameter))...};
       },
       parameters);
+  const DeviceGuard on_device(stream_device(stream));
   check_launch(cudaLaunchKernel(kernel, grid, block, pointers.data(), shared_bytes,
-                                static_cast<cudaStream_t>(stream.handle())),
+                                stream.cuda_stream()),
                grid, block, shared_bytes, stream);
 }
 

@@ -48,7 +48,8 @@ inline namespace SMARTARRAY_KERNEL_ABI {
 /// `out[0] = fold(op, init, in...)` with CUB, its temporary storage taken from the device pool.
 template <typename T, typename Op>
 void device_reduce(DeviceView<const T> in, DeviceView<T> out, T init, Op op, StreamRef stream) {
-  const auto cuda_stream = static_cast<cudaStream_t>(stream.handle());
+  const DeviceGuard on_device(stream_device(stream));
+  const cudaStream_t cuda_stream = stream.cuda_stream();
   std::size_t temp_bytes = 0;
   SMARTARRAY_CUDA_TRY(cub::DeviceReduce::Reduce(nullptr, temp_bytes, in.data(), out.data(),
                                                 in.size(), op, init, cuda_stream),
@@ -56,7 +57,7 @@ void device_reduce(DeviceView<const T> in, DeviceView<T> out, T init, Op op, Str
                       " elements on stream ", stream.handle());
   // A null temporary would turn the second call into another size query.
   temp_bytes = std::max<std::size_t>(temp_bytes, 1);
-  MemoryResource& pool = device_resource();
+  MemoryResource& pool = device_resource(runtime().stream_device(stream));
   void* temp = pool.allocate(stream, temp_bytes);
   struct Release {
     MemoryResource& pool;
@@ -100,9 +101,10 @@ template <typename T, typename A, typename Op>
 [[nodiscard]] SmartArray<T> reduce_in_chunks(const A& a, T init, Op op, StreamRef stream,
                                              const smartarray::source_location& where) {
   const std::size_t n = a.size();
-  const std::size_t chunk = chunk_elements("reduce", n, sizeof(T));
-  const std::array<StreamRef, chunk_slots> streams = chunk_streams();
-  const ChunkedOperand<A> operand(a, chunk, streams, where);
+  const int device = runtime().stream_device(stream);
+  const std::size_t chunk = chunk_elements("reduce", n, sizeof(T), device);
+  const std::array<StreamRef, chunk_slots> streams = chunk_streams(device);
+  const ChunkedOperand<A> operand(a, chunk, streams, device, where);
   const std::span<const T> host = chunk_source_t<A>::whole(a).host_view(std::nullopt, where);
   SmartArray<T> partials((n + chunk - 1) / chunk, no_init);
   T* const parts = partials.device_view(Access::discard, stream, where).data();
@@ -126,7 +128,9 @@ template <typename T, typename A, typename Op>
                                             const smartarray::source_location& where) {
   if (a.empty()) return SmartArray<T>(1, init);
   require_kernel_compiler("reduce", a.size());
-  if (runs_in_chunks(sizeof(T), a)) return reduce_in_chunks<T>(a, init, std::move(op), stream, where);
+  if (runs_in_chunks(stream, sizeof(T), a)) {
+    return reduce_in_chunks<T>(a, init, std::move(op), stream, where);
+  }
   SmartArray<T> result(1, no_init);
   const DeviceView<const T> in = a.device_view(stream, where);
   const DeviceView<T> out = result.device_view(Access::discard, stream, where);

@@ -268,7 +268,7 @@ void transform_on(const smartarray::source_location& where, StreamRef stream, Ou
     // Arrays that need more device memory together than the budget run in chunks.
     if constexpr (!is_device_view_v<Output>) {
       const Slice<R> target = output_slice(output);
-      if (runs_in_chunks(0, target, ins...)) {
+      if (runs_in_chunks(stream, 0, target, ins...)) {
         transform_in_chunks(
             "transform", target, in_place, stream, where,
             [&f](DeviceView<R> out, auto... operands) {
@@ -315,7 +315,7 @@ template <typename F, typename... Args>
         // Valid on the device only, written there on `stream` (the kernel below is its first
         // use): no memory on the host until it is read there. A result that does not fit the
         // device budget with the operands is made on the host, and filled in chunks.
-        SmartArray<R> result = runs_in_chunks(n * sizeof(R), ins...)
+        SmartArray<R> result = runs_in_chunks(stream, n * sizeof(R), ins...)
                                    ? SmartArray<R>(n, no_init)
                                    : ArrayFactory::device_only<R>(n, stream, ArrayOptions{});
         transform_on(where, stream, result, f, ins...);

@@ -127,8 +127,9 @@ class Slice {
       smartarray::source_location where = smartarray::source_location::current()) const
     requires(!std::is_const_v<T>)
   {
-    return DeviceView<T>(element_pointer(acquire(Side::device, access, stream, where)), count_,
-                         array_->view_stamp());
+    // The acquire first: the stamp is the one it handed out.
+    T* const elements = element_pointer(acquire(Side::device, access, stream, where));
+    return DeviceView<T>(elements, count_, array_->view_stamp());
   }
   /// @brief The slice's device elements for reading on `stream`.
   /// @param stream the stream the work runs on.
@@ -136,9 +137,10 @@ class Slice {
   [[nodiscard]] DeviceView<const value_type> device_view(
       StreamRef stream = {},
       smartarray::source_location where = smartarray::source_location::current()) const {
-    return DeviceView<const value_type>(
-        element_pointer(acquire(Side::device, Access::read, stream, where)), count_,
-        array_->view_stamp());
+    // The acquire first: the stamp is the one it handed out.
+    const value_type* const elements =
+        element_pointer(acquire(Side::device, Access::read, stream, where));
+    return DeviceView<const value_type>(elements, count_, array_->view_stamp());
   }
 
  private:

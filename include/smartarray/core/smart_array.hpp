@@ -783,9 +783,14 @@ class SmartArray {
 
   // --- residency ------------------------------------------------------------------------------
 
-  /// @brief True when `side` holds every element (never, for an unwritten `no_init` array).
+  /// @brief True when `side` holds every element (never, for an unwritten `no_init` array). The
+  ///        device side is the current device's copy.
   /// @param side the side.
-  [[nodiscard]] bool is_valid(Side side) const noexcept { return core_.valid(side); }
+  [[nodiscard]] bool is_valid(Side side) const { return core_.valid(side); }
+  /// @brief True when the copy on `device` holds every element. Mapped and managed arrays have one
+  ///        copy that every device addresses.
+  /// @param device the device.
+  [[nodiscard]] bool is_valid(Device device) const { return core_.valid_on_device(device.ordinal); }
   /// @brief This object's own transfer counters. They count the copies made through this object
   ///        and stay with it: a swap or move exchanges the data, not the counts.
   [[nodiscard]] const TransferCounters& counters() const noexcept { return core_.counters(); }

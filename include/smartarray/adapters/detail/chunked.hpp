@@ -35,15 +35,15 @@ namespace smartarray::detail {
 /// running both ways at once are the bound (docs/residency.md).
 inline constexpr std::size_t chunk_slots = 2;
 
-/// The streams of chunked calls, made on first use and kept for the process.
-[[nodiscard]] std::array<StreamRef, chunk_slots> chunk_streams();
+/// The streams of chunked calls on `device`, made on first use and kept for the process.
+[[nodiscard]] std::array<StreamRef, chunk_slots> chunk_streams(int device);
 
-/// The elements of each chunk of `what` over `n` elements, when `element_bytes` bytes of arrays
-/// stand behind each element: a buffer per array and slot within half the device budget, a
-/// multiple of 256 elements. Throws out_of_memory, naming the bytes and the budget, when not even
-/// 256 elements fit.
+/// The elements of each chunk of `what` over `n` elements on `device`, when `element_bytes` bytes
+/// of arrays stand behind each element: a buffer per array and slot within half the device's
+/// budget, a multiple of 256 elements. Throws out_of_memory, naming the bytes and the budget,
+/// when not even 256 elements fit.
 [[nodiscard]] std::size_t chunk_elements(const char* what, std::size_t n,
-                                         std::size_t element_bytes);
+                                         std::size_t element_bytes, int device);
 
 /// The array, or the slice of one, that an argument names; `is_chunkable` is false for views and
 /// scalars.
@@ -118,11 +118,11 @@ template <typename A>
 }
 
 /// Device memory for the chunks of one array: a buffer of `bytes` per slot, taken on the slot's
-/// stream and given back on it, after every chunk that used it.
+/// stream (of `device`) and given back on it, after every chunk that used it.
 class ChunkBuffers {
  public:
-  ChunkBuffers(std::size_t bytes, const std::array<StreamRef, chunk_slots>& streams)
-      : resource_(&smartarray::device_resource()), streams_(streams), bytes_(bytes) {
+  ChunkBuffers(std::size_t bytes, const std::array<StreamRef, chunk_slots>& streams, int device)
+      : resource_(&smartarray::device_resource(device)), streams_(streams), bytes_(bytes) {
     try {
       for (std::size_t b = 0; b < chunk_slots; ++b) {
         buffer_[b] = static_cast<std::byte*>(resource_->allocate(streams_[b], bytes_));
@@ -166,7 +166,7 @@ template <typename A>
 class ChunkedOperand {
  public:
   ChunkedOperand(const A& argument, std::size_t chunk,
-                 const std::array<StreamRef, chunk_slots>& streams,
+                 const std::array<StreamRef, chunk_slots>& streams, int device,
                  const smartarray::source_location& where)
       : argument_(&argument) {
     if constexpr (chunk_source_t<A>::is_chunkable) {
@@ -174,7 +174,7 @@ class ChunkedOperand {
       (void)slice.host_view(std::nullopt, where);
       core_ = &ArrayFactory::core(slice.array());
       offset_ = slice.first() * sizeof(Value);
-      buffers_ = std::make_unique<ChunkBuffers>(chunk * sizeof(Value), streams);
+      buffers_ = std::make_unique<ChunkBuffers>(chunk * sizeof(Value), streams, device);
     }
   }
   /// Queues the upload of elements [first, first + count) into buffer `b` on `stream`.
@@ -206,13 +206,13 @@ class ChunkedOperand {
   std::unique_ptr<ChunkBuffers> buffers_;
 };
 
-/// True when a call over arguments `args`, and a result of `result_bytes` that is not made yet,
-/// must run in chunks: together they need more device memory than the budget, and each array
-/// keeps a device buffer of its own (has_device_buffer()).
+/// True when a call on `stream` over arguments `args`, and a result of `result_bytes` that is not
+/// made yet, must run in chunks: together they need more device memory than the budget of the
+/// stream's device, and each array keeps a device buffer of its own (has_device_buffer()).
 template <typename... Args>
-[[nodiscard]] bool runs_in_chunks(std::size_t result_bytes, const Args&... args) {
+[[nodiscard]] bool runs_in_chunks(StreamRef stream, std::size_t result_bytes, const Args&... args) {
   // Every call asks: first the sizes alone, which rule out all calls that fit.
-  const std::size_t budget = device_budget();
+  const std::size_t budget = device_budget(runtime().stream_device(stream));
   if ((array_bytes_of(args) + ... + result_bytes) <= budget) return false;
   return (device_bytes_of(args) + ... + result_bytes) > budget && (has_device_buffer(args) && ...);
 }
@@ -258,14 +258,15 @@ void transform_in_chunks(const char* what, const Slice<R>& output, bool in_place
                          const smartarray::source_location& where, MakeOp make_op,
                          const Ins&... ins) {
   const std::size_t n = output.size();
-  const std::size_t chunk =
-      chunk_elements(what, n, sizeof(R) + (chunk_bytes_of<Ins>() + ... + std::size_t{0}));
-  const std::array<StreamRef, chunk_slots> streams = chunk_streams();
+  const int device = runtime().stream_device(stream);
+  const std::size_t chunk = chunk_elements(
+      what, n, sizeof(R) + (chunk_bytes_of<Ins>() + ... + std::size_t{0}), device);
+  const std::array<StreamRef, chunk_slots> streams = chunk_streams(device);
   const std::tuple<ChunkedOperand<Ins>...> operands{
-      ChunkedOperand<Ins>(ins, chunk, streams, where)...};
+      ChunkedOperand<Ins>(ins, chunk, streams, device, where)...};
   (void)output.host_view(in_place ? Access::read_write : Access::discard, std::nullopt, where);
   ArrayCore& core = ArrayFactory::core(output.array());
-  const ChunkBuffers results(chunk * sizeof(R), streams);
+  const ChunkBuffers results(chunk * sizeof(R), streams, device);
   const std::size_t offset = output.first() * sizeof(R);
   run_chunks(
       n, chunk, streams, stream,

@@ -16,6 +16,13 @@
  *   reading the host buffer.
  * - Eviction (src/core/eviction.hpp): the registry of the pool that holds the device buffer.
  *
+ * Several devices: each device that the array is used on has its own copy (DeviceCopy): its
+ * buffer from that device's pool, its place in that pool's eviction registry, its StreamOrder and
+ * its device views. The device of an access is its stream's. Device 0's copy is held inline, the
+ * others are made when a second device first uses the array, so that an array of one device is
+ * what it was before. The host readers (copies reading the host buffer) are tracked in device 0's
+ * StreamOrder, whatever device they copy to (host_order()).
+ *
  * Each locked entry point opens one Transaction: the lock, the retired streams dropped, the use
  * recorded for eviction, and, when it ends, the observers refreshed (the fast-path flags, the
  * debug view generations and the stale-host guard).
@@ -86,11 +93,58 @@ struct StorageOptions {
 inline constexpr unsigned readahead_after_misses = 3;
 
 /// The resources an array was given: nullptr means the default one, which the array takes when it
-/// first allocates (so that a default-constructed array touches nothing until it is used).
+/// first allocates (so that a default-constructed array touches nothing until it is used). A
+/// device resource serves the array's copy on device 0; copies on other devices come from their
+/// devices' resources (device_resource(d)).
 struct ResourceChoice {
   MemoryResource* host = nullptr;
   MemoryResource* device = nullptr;
 };
+
+class ArrayCore;
+
+/// An array's place in the eviction registry of the pool that holds one of its device buffers:
+/// the neighbours in that registry's list, each an array and the device of its copy there.
+struct EvictionLink {
+  EvictionRegistry* registry = nullptr;  ///< the registry it is linked into, or nullptr
+  ArrayCore* previous = nullptr;
+  ArrayCore* next = nullptr;
+  std::uint8_t previous_device = 0;
+  std::uint8_t next_device = 0;
+};
+
+/// What the debug view checks remember of the device views of one device copy: the slot (0 until
+/// the first view) and the size, buffer and held bytes that the current views were made with.
+struct ViewState {
+  std::uint32_t slot = 0;
+  std::size_t size = 0;
+  const std::byte* address = nullptr;
+  /// The bytes the device held when the current views were made (up to four ranges; with more,
+  /// `scattered`, and any byte the device lacks later counts as lost).
+  std::array<ByteRange, 4> held{};
+  std::uint8_t ranges = 0;
+  bool scattered = false;
+};
+
+/// One device's copy of an array's data.
+struct DeviceCopy {
+  std::byte* data = nullptr;
+  std::size_t capacity = 0;
+  /// External memory (wrap_device): never freed, never evicted.
+  bool external = false;
+  /// The resource the buffer comes from (null until the first allocation).
+  MemoryResource* resource = nullptr;
+  /// The eviction registry of the pool under `resource` (resolved at the first allocation;
+  /// nullptr when not yet resolved or when the resource has no pool).
+  EvictionRegistry* registry = nullptr;
+  bool registry_resolved = false;
+  EvictionLink link;
+  StreamOrder order;
+  ViewState views;
+};
+
+/// The last device view slot that an acquire on this thread handed out (ArrayCore::view_stamp()).
+inline thread_local std::uint32_t last_view_slot = 0;
 
 class ArrayCore {
  public:
@@ -119,16 +173,16 @@ class ArrayCore {
   /// contents, options and label, and leaves `other` empty with its own options. O(1).
   void move_assign(ArrayCore& other) noexcept;
 
-  /// Makes this empty array hold `bytes` uninitialized bytes valid on the device only, written
-  /// on `stream`. Two-buffer modes allocate no host memory until the host needs it.
+  /// Makes this empty array hold `bytes` uninitialized bytes valid on the stream's device only,
+  /// written on `stream`. Two-buffer modes allocate no host memory until the host needs it.
   void make_device_only(std::size_t bytes, StreamRef stream);
   /// Makes this empty array hold `bytes` bytes that are valid nowhere until written: no memory is
   /// taken until the first access, and then only on the side accessed; no access copies them. A
   /// read before any write (an acquire that asks for written data) throws logic_error.
   void make_unwritten(std::size_t bytes);
-  /// Makes this empty explicit-mode array a device-valid view of `bytes` bytes of external device
-  /// memory at `external`. Nothing is copied and the buffer is never freed; growth moves the data
-  /// to pooled memory and leaves the external buffer as it is.
+  /// Makes this empty explicit-mode array a device-valid view of `bytes` bytes of external memory
+  /// of the current device at `external`. Nothing is copied and the buffer is never freed; growth
+  /// moves the data to pooled memory and leaves the external buffer as it is.
   void wrap_device(std::byte* external, std::size_t bytes);
   /// Queues a device-to-device copy of `bytes` bytes from `src` (another array's device copy) to
   /// `dst` (this array's, acquired for writing) on `stream`; counted on this array and traced.
@@ -182,14 +236,12 @@ class ArrayCore {
   [[nodiscard]] bool host_writable() const noexcept { return host_writable_; }
   /// The host buffer, without any acquire (may be stale or null).
   [[nodiscard]] std::byte* host_data() const noexcept { return buffers_.host; }
-  /// The device buffer, without any acquire (may be stale or null; null in mapped and managed
-  /// modes, whose device views address the host buffer).
-  [[nodiscard]] std::byte* device_data() const noexcept { return buffers_.device; }
 
   /// Makes `side` valid for `access` and returns its buffer (the address device views use, for
-  /// the device). A needed copy runs on `stream`; for the host, by default on the stream of the
-  /// last device writer. With `require_written`, a read of an array that was never written throws
-  /// logic_error (naming `where`) and changes nothing. The range is the whole array.
+  /// the device: the copy on the stream's device). A needed copy runs on `stream`; for the host,
+  /// by default on the stream of the last writer of the device it comes from. With
+  /// `require_written`, a read of an array that was never written throws logic_error (naming
+  /// `where`) and changes nothing. The range is the whole array.
   std::byte* acquire(Side side, Access access, std::optional<StreamRef> stream,
                      const smartarray::source_location& where, bool require_written = false);
   /// acquire() of the bytes `range` only (inside [0, size)): copies only what `side` lacks there,
@@ -233,9 +285,10 @@ class ArrayCore {
   /// Numba's host_changed(): the host copy was modified in place; the device copy becomes stale.
   void host_changed();
   /// Numba's gpu(): orders work queued on `stream` from now on after every other use of the
-  /// (already valid) device copy, as a writer, without marking anything changed.
+  /// (already valid) copy on the stream's device, as a writer, without marking anything changed.
   void order_device_write(StreamRef stream);
-  /// Numba's gpu_changed(): the device copy was modified on `stream`; the host copy becomes stale.
+  /// Numba's gpu_changed(): the copy on the stream's device was modified on `stream`; every other
+  /// copy becomes stale.
   void device_changed(StreamRef stream);
   /// Waits for copies still reading the host buffer (before the host writes through a raw view).
   void wait_host_readers();
@@ -314,34 +367,36 @@ class ArrayCore {
   /// Reallocates the host copy to exactly `size()` bytes (keeping valid data).
   void shrink_to_fit();
 
-  /// Validity, for tests and observability.
-  [[nodiscard]] bool valid(Side side) const noexcept;
+  /// Validity, for tests and observability: the host's, or the current device's copy.
+  [[nodiscard]] bool valid(Side side) const;
+  /// Validity of the copy on `device`.
+  [[nodiscard]] bool valid_on_device(int device) const noexcept;
   /// This array's own transfer counters.
   [[nodiscard]] const TransferCounters& counters() const noexcept { return counters_; }
 
-  /// Drops the device copy to give memory back (eviction). A dirty copy is written back first when
-  /// `allow_dirty`. Returns the bytes released. Caller holds the lock.
-  std::size_t evict_device_locked(bool allow_dirty);
+  /// Drops the copy on `device` to give memory back (eviction). A dirty copy (one holding bytes
+  /// that no other place holds) is written back to the host first when `allow_dirty`. Returns the
+  /// bytes released. Caller holds the lock.
+  std::size_t evict_device_locked(int device, bool allow_dirty);
   /// The array's lock (the eviction registry try-locks it).
   [[nodiscard]] std::mutex& mutex() const noexcept { return mutex_; }
-  /// This array's place in the eviction registry of the pool that holds its device buffer (linked
-  /// while it holds one): adding and removing it allocate nothing. Only registries use it.
-  struct EvictionLink {
-    EvictionRegistry* registry = nullptr;  ///< the registry it is linked into, or nullptr
-    ArrayCore* previous = nullptr;
-    ArrayCore* next = nullptr;
-  };
-  [[nodiscard]] EvictionLink& eviction_link() noexcept { return eviction_link_; }
+  /// This array's place in the eviction registry of the pool that holds its buffer on `device`
+  /// (linked while it holds one): adding and removing it allocate nothing. Only registries use it.
+  [[nodiscard]] EvictionLink& eviction_link(int device) noexcept {
+    return device_copy(device).link;
+  }
   [[nodiscard]] std::uint64_t last_use() const noexcept {
     return last_use_.load(std::memory_order_relaxed);
   }
   /// The stamp for a device view made by the acquire_device() that just returned (this thread).
-  [[nodiscard]] ViewStamp view_stamp() const noexcept {
-    return detail::view_stamp(observers_.view_slot);
+  [[nodiscard]] static ViewStamp view_stamp() noexcept {
+    return detail::view_stamp(last_view_slot);
   }
 
-  /// Where the array's memory comes from. The resources are null until the first allocation when
-  /// the default was asked for; frees use the ones the allocation set.
+  /// Where the array's memory comes from. The host resource is null until the first allocation
+  /// when the default was asked for; frees use the one the allocation set. The device resource is
+  /// the one the array was given for device 0 (null: the default); each device copy records the
+  /// resource its buffer came from.
   struct Placement {
     MemoryResource* host_resource = nullptr;
     MemoryResource* device_resource = nullptr;
@@ -349,12 +404,9 @@ class ArrayCore {
     /// The array was given no resource of its own for that side: it takes the default.
     bool host_default = true;
     bool device_default = true;
-    /// The eviction registry of the pool under device_resource (resolved at the first device
-    /// allocation; nullptr when not yet resolved or when the resource has no pool).
-    EvictionRegistry* device_registry = nullptr;
-    bool device_registry_resolved = false;
   };
-  /// The buffers. In mapped and managed modes `host` is the one buffer and `device` stays null.
+  /// The host buffer. In mapped and managed modes it is the one buffer, and no device copy holds
+  /// a buffer of its own.
   struct Buffers {
     std::byte* host = nullptr;
     /// Bytes of the host buffer (or that it will have when the host first needs it).
@@ -364,11 +416,14 @@ class ArrayCore {
     /// since. The first host write to each such page takes a fault; a host writer takes them all
     /// at once, in parallel (parallel_prefault_for_write), before it gets the pointer.
     bool host_write_faults_pending = false;
-    std::byte* device = nullptr;
-    std::size_t device_capacity = 0;
-    /// The device buffer is external memory (wrap_device): never freed, never evicted.
-    bool device_external = false;
   };
+  /// The copy on `device` (made for devices above 0 on first use).
+  [[nodiscard]] DeviceCopy& device_copy(int device) {
+    return device == 0 ? device0_ : more_device_copies(device);
+  }
+  [[nodiscard]] const DeviceCopy& device_copy(int device) const {
+    return device == 0 ? device0_ : const_cast<ArrayCore*>(this)->more_device_copies(device);
+  }
 
  private:
   friend struct StorageContext;
@@ -377,27 +432,51 @@ class ArrayCore {
   /// The resources for an allocation: the defaults are taken at the first call (caller holds the
   /// lock).
   MemoryResource& host_mr();
-  MemoryResource& device_mr();
+  MemoryResource& device_mr(int device);
+  /// The copies of devices above 0, made on first use.
+  DeviceCopy& more_device_copies(int device);
+  /// The tracker of the copies still reading the host buffer (device 0's StreamOrder).
+  [[nodiscard]] StreamOrder& host_order() noexcept { return device0_.order; }
+  [[nodiscard]] const StreamOrder& host_order() const noexcept { return device0_.order; }
+  /// The number of device copies that exist (1, or the device count once a second device was
+  /// used).
+  [[nodiscard]] int device_copies() const noexcept {
+    return more_devices_ == nullptr ? 1 : more_devices_count_ + 1;
+  }
+  /// The place of the copy on `device`: one-buffer arrays have one place for every device.
+  [[nodiscard]] Place device_place(int device) const noexcept {
+    return Place(Side::device, one_buffer() ? 0 : device);
+  }
+  /// The devices that `device` copies from directly (a mask of ordinals; 0 with one device).
+  [[nodiscard]] std::uint32_t peer_reach(int device) const;
   /// The strategy of the array's memory mode.
   [[nodiscard]] const StorageStrategy& strategy() const noexcept;
   /// Mapped and managed modes: one buffer that both sides address.
   [[nodiscard]] bool one_buffer() const noexcept {
     return mode() == MemoryMode::mapped || mode() == MemoryMode::managed;
   }
-  /// What the strategy works on.
-  [[nodiscard]] StorageContext context(const char* reason,
-                                       const smartarray::source_location& where);
-  /// Carries out `plan`'s copies to the host buffer `dst` (or its replacement) and to the device.
-  void carry_out(const CopyPlan& plan, std::byte* dst, StreamRef stream, const char* reason,
-                 const smartarray::source_location& where);
+  /// What the strategy works on, for the copy on `device`.
+  [[nodiscard]] StorageContext context(const char* reason, const smartarray::source_location& where,
+                                       int device = 0);
+  /// Carries out `plan`'s copies: those to the host into `dst` (the host buffer, or its
+  /// replacement), each from its device on `stream` when that is the device's stream, else on the
+  /// device's last writer (or default stream); then those to device `device` on `stream`.
+  void carry_out(const CopyPlan& plan, std::byte* dst, int device, std::optional<StreamRef> stream,
+                 const char* reason, const smartarray::source_location& where);
+  /// The stream that copies out of device `device`'s copy: `preferred` when it lives there, else
+  /// the copy's last writer, else the device's default stream.
+  [[nodiscard]] StreamRef stream_from(int device, std::optional<StreamRef> preferred);
   /// The copy constructors' work, under `other`'s lock: each side copies what it holds valid.
   void copy_valid_data(const ArrayCore& other);
   /// swap's exchange, with both locks held.
   void swap_locked(ArrayCore& other) noexcept;
-  /// Finds the eviction registry of the pool under the device resource (before a device
-  /// allocation: it may throw); register_for_eviction then links this array there once it holds a
-  /// pooled device buffer. A resource with no pool under it has none: its arrays are not evicted.
-  void resolve_eviction_registry();
+  /// Finds the eviction registry of the pool under `device`'s resource (before an allocation
+  /// there: it may throw); register_for_eviction then links this copy there once it holds a pooled
+  /// buffer. A resource with no pool under it has none: its arrays are not evicted.
+  void resolve_eviction_registry(int device);
+  void register_for_eviction(int device) noexcept;
+  void unregister_for_eviction(int device) noexcept;
+  /// Every device copy.
   void register_for_eviction() noexcept;
   void unregister_for_eviction() noexcept;
   /// The label as a C string for the trace, or nullptr (caller holds the lock).
@@ -413,27 +492,31 @@ class ArrayCore {
   /// Both fast-path flags and the lock-free resize window (the array's own operations only),
   /// and the observers: the generation of this array's device views and the stale-host guard.
   void refresh_state() noexcept;
-  /// Invalidates the device views when the size, the device buffer or the device copy's validity
-  /// changed since the last view was made.
+  /// Invalidates the device views of each copy when the size, its buffer or its validity changed
+  /// since its last view was made.
   void note_view_state() noexcept;
   /// Guards the stale host prefix (or drops the guard once the host copy is valid).
   void update_host_guard() noexcept;
   /// Makes the whole host buffer accessible before the library writes or frees it.
   void drop_host_guard() noexcept;
-  /// Records the state that the device views handed out from now on are made with.
-  void start_views() noexcept;
-  /// The device no longer holds bytes that it held when the current views were made.
-  [[nodiscard]] bool device_lost_viewed_bytes() const noexcept;
-  /// The address device views point at (the host buffer in mapped and managed modes).
-  [[nodiscard]] const std::byte* view_address() const noexcept {
-    return one_buffer() ? buffers_.host : buffers_.device;
+  /// Records the state that the device views of `device` handed out from now on are made with.
+  void start_views(int device) noexcept;
+  /// Device `device` no longer holds bytes that it held when its current views were made.
+  [[nodiscard]] bool device_lost_viewed_bytes(int device) const noexcept;
+  /// The address the device views of `device` point at (the host buffer in mapped and managed
+  /// modes).
+  [[nodiscard]] const std::byte* view_address(int device) const {
+    return one_buffer() ? buffers_.host : device_copy(device).data;
   }
   /// The lock-free resize paths' part of note_view_state(), checked in debug builds only.
   void note_fast_resize() noexcept {
 #if SMARTARRAY_DEBUG_CHECKS
-    if (observers_.view_slot != 0 && state_.size() != observers_.view_size) [[unlikely]] {
-      note_view_change(observers_.view_slot, ViewChange::resized);
-      observers_.view_size = state_.size();
+    for (int device = 0; device < device_copies(); ++device) {
+      ViewState& views = device_copy(device).views;
+      if (views.slot != 0 && state_.size() != views.size) [[unlikely]] {
+        note_view_change(views.slot, ViewChange::resized);
+        views.size = state_.size();
+      }
     }
 #endif
   }
@@ -454,29 +537,35 @@ class ArrayCore {
   /// Frees a host buffer that no copy has used.
   void free_unused_host(std::byte* ptr, std::size_t bytes, bool pageable) noexcept;
   void reallocate_host(std::size_t new_capacity);
-  /// Gives the device buffer room for the size, moving its first `keep` bytes when it reallocates.
-  void ensure_device_capacity(StreamRef stream, std::size_t keep);
-  /// Makes the host copy whole in place, on the last writer's stream (before the host moves bytes
-  /// inside it, or before the device copy is dropped).
+  /// Gives the buffer on `device` room for the size, moving its first `keep` bytes when it
+  /// reallocates; `stream` lives on `device`.
+  void ensure_device_capacity(int device, StreamRef stream, std::size_t keep);
+  /// Makes the host copy whole in place, on the last writers' streams (before the host moves
+  /// bytes inside it).
   void make_host_whole(const char* reason, const smartarray::source_location& where);
   void wait_host_readers_locked();
-  /// True when a device acquire for `access` on `stream` would change nothing: the separate
-  /// device copy is whole, the stream already has that access, and the views are current.
-  [[nodiscard]] bool device_current_for(Access access, StreamRef stream) const noexcept;
+  /// True when an acquire of device `device`'s copy for `access` on `stream` would change
+  /// nothing: that separate copy is whole, the stream already has that access, and the views are
+  /// current.
+  [[nodiscard]] bool device_current_for(int device, Access access, StreamRef stream) const;
   /// The device acquire's preparation and ordering around its plan (see acquire()).
-  std::byte* acquire_device_locked(Access access, ByteRange range, StreamRef stream,
+  std::byte* acquire_device_locked(int device, Access access, ByteRange range, StreamRef stream,
                                    const smartarray::source_location& where);
   /// acquire() and acquire_range() under their transaction.
   std::byte* acquire_locked(Transaction& transaction, Side side, Access access, ByteRange range,
                             std::optional<StreamRef> stream,
                             const smartarray::source_location& where, bool require_written);
-  void release_device_buffer() noexcept;
+  /// Frees the buffer on `device` (and forgets its work).
+  void release_device_buffer(int device) noexcept;
   void release_all() noexcept;
 
   Placement placement_{};
   Buffers buffers_{};
   ResidencyState state_{};
-  StreamOrder order_{};
+  DeviceCopy device0_{};
+  /// The copies of devices 1 to more_devices_count_ (made when a second device is first used).
+  std::unique_ptr<DeviceCopy[]> more_devices_;
+  int more_devices_count_ = 0;
   /// The lock-free resize window: sizes in [fast_floor_, fast_limit_] change nothing but the size.
   std::size_t fast_floor_ = 0;
   std::size_t fast_limit_ = 0;
@@ -501,22 +590,12 @@ class ArrayCore {
   /// the slow path, which recomputes it.
   bool host_writable_ = true;
   std::atomic<std::uint64_t> last_use_{0};
-  EvictionLink eviction_link_;
   mutable std::mutex mutex_;
   TransferCounters counters_;
-  /// The debug observers of transitions. Device view tracking: the slot (0 until the first device
-  /// view) and the size, device buffer and device-valid end that the current views were made
-  /// with. The stale-host guard (smartarray/diagnostics/debug.hpp): the protected pages, the host
-  /// range they were made for, and the last device write access, which its message names.
+  /// The debug observers of transitions besides each device copy's views: the stale-host guard
+  /// (smartarray/diagnostics/debug.hpp): the protected pages, the host range they were made for,
+  /// and the last device write access, which its message names.
   struct Observers {
-    std::uint32_t view_slot = 0;
-    std::size_t view_size = 0;
-    const std::byte* view_device = nullptr;
-    /// The bytes the device held when the current views were made (up to four ranges; with more,
-    /// `view_device_scattered`, and any byte the device lacks later counts as lost).
-    std::array<ByteRange, 4> view_device_held{};
-    std::uint8_t view_device_ranges = 0;
-    bool view_device_scattered = false;
     GuardedPages guarded{};
     const std::byte* guarded_host = nullptr;
     std::size_t guarded_stale = 0;

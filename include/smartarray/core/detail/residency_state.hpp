@@ -23,6 +23,14 @@
  * cover them, so that no acquire copies them, until the first access settles it. With two buffers
  * the side that was not accessed then holds nothing; with one buffer that both sides address
  * (mapped and managed memory) both keep it.
+ *
+ * Several devices: the device side is one place per device (`Place`), and a run's holder is the
+ * set of places that hold its bytes (`Holder` is a bit mask: the host, then device 0, 1, ...).
+ * With one device every holder is host, device or both, exactly as above. A read on device d of
+ * bytes it lacks copies them from another device that d can reach directly (a peer copy, given by
+ * the `reach` mask of the acquire), else from the host, else, when only unreachable devices hold
+ * them, through the host: one copy down into the host copy and one up (the host then holds them
+ * too). A write on device d leaves d the only holder.
  */
 #pragma once
 
@@ -101,11 +109,34 @@ class SmallVector {
   std::size_t size_ = 0;
 };
 
-/// One copy of a plan: `range` moves from the other side to `to`.
+/// No peer: a copy to a device comes from the host.
+inline constexpr std::uint8_t no_peer = 0xff;
+
+/// One copy of a plan: `range` moves to `to`. A copy to the host comes from device `device`; a
+/// copy to the device goes to device `device`, from the host, or from device `peer` (a peer
+/// copy).
 struct PlannedCopy {
   Side to = Side::host;
   ByteRange range;
+  std::uint8_t device = 0;
+  std::uint8_t peer = no_peer;
   friend constexpr bool operator==(const PlannedCopy&, const PlannedCopy&) = default;
+};
+
+/// One copy of an array's data: the host's, or a device's.
+struct Place {
+  Side side = Side::host;
+  std::uint8_t device = 0;  ///< for the device side
+  constexpr Place() noexcept = default;
+  /// The host, or device 0: with one device, a side is a place.
+  constexpr Place(Side on) noexcept : side(on) {}  // NOLINT(google-explicit-constructor)
+  constexpr Place(Side on, int ordinal) noexcept
+      : side(on), device(static_cast<std::uint8_t>(on == Side::device ? ordinal : 0)) {}
+  /// The place's bit in a holder mask.
+  [[nodiscard]] constexpr std::uint32_t bit() const noexcept {
+    return side == Side::host ? 1U : 2U << device;
+  }
+  friend constexpr bool operator==(const Place&, const Place&) = default;
 };
 
 /// The stream ordering an access needs, besides its copies.
@@ -122,9 +153,24 @@ class CopyPlan {
   constexpr CopyPlan() noexcept = default;
   constexpr explicit CopyPlan(Ordering ordering) noexcept : ordering_(ordering) {}
 
-  /// Adds a copy of `range` to `to` (an empty range adds nothing).
-  constexpr void add(Side to, ByteRange range) {
-    if (!range.empty()) copies_.push_back(PlannedCopy{to, range});
+  /// Adds a copy of `range` to `to` from the other side, device 0 (an empty range adds nothing).
+  constexpr void add(Side to, ByteRange range) { add(PlannedCopy{to, range}); }
+  /// Adds `copy` (after every copy to the same side), merged into the last copy to that side
+  /// when it continues it (same devices, adjacent range): a stale range held by one source is one
+  /// copy, however many runs it spans.
+  constexpr void add(PlannedCopy copy) {
+    if (copy.range.empty()) return;
+    for (std::size_t i = copies_.size(); i > 0; --i) {
+      PlannedCopy& last = copies_[i - 1];
+      if (last.to != copy.to) continue;
+      if (last.device == copy.device && last.peer == copy.peer &&
+          last.range.end == copy.range.begin) {
+        last.range.end = copy.range.end;
+        return;
+      }
+      break;
+    }
+    copies_.push_back(copy);
   }
   [[nodiscard]] constexpr std::span<const PlannedCopy> copies() const noexcept {
     return {copies_.data(), copies_.size()};
@@ -143,11 +189,28 @@ class CopyPlan {
   Ordering ordering_ = Ordering::after_writer;
 };
 
-/// Which sides hold a run's bytes.
-enum class Holder : std::uint8_t { host = 1, device = 2, both = 3 };
+/// Which places hold a run's bytes: a mask of Place::bit(). With one device it is one of the three
+/// named values; `device` and `both` name device 0.
+enum class Holder : std::uint32_t { host = 1, device = 2, both = 3 };
 
-[[nodiscard]] constexpr bool holds(Holder holder, Side side) noexcept {
-  return (static_cast<unsigned>(holder) & (side == Side::host ? 1U : 2U)) != 0;
+[[nodiscard]] constexpr std::uint32_t bits(Holder holder) noexcept {
+  return static_cast<std::uint32_t>(holder);
+}
+[[nodiscard]] constexpr bool holds(Holder holder, Place place) noexcept {
+  return (bits(holder) & place.bit()) != 0;
+}
+/// The devices of a holder, as a mask of device ordinals (bit d: device d).
+[[nodiscard]] constexpr std::uint32_t devices_of(Holder holder) noexcept {
+  return bits(holder) >> 1;
+}
+/// The lowest device of a non-empty mask of device ordinals.
+[[nodiscard]] constexpr int lowest_device(std::uint32_t devices) noexcept {
+  int device = 0;
+  while ((devices & 1U) == 0) {
+    devices >>= 1;
+    ++device;
+  }
+  return device;
 }
 
 /// One run: from `begin` to the next run's begin, `holder` holds the bytes.
@@ -174,10 +237,10 @@ class ResidencyState {
     state.size_ = size;
     return state;
   }
-  /// `size` bytes valid on the device only.
-  [[nodiscard]] static constexpr ResidencyState device_only(std::size_t size) {
+  /// `size` bytes valid on device `device` only.
+  [[nodiscard]] static constexpr ResidencyState device_only(std::size_t size, int device = 0) {
     ResidencyState state = host_only(size);
-    if (size > 0) state.runs_ = two_runs(Holder::device, size);
+    if (size > 0) state.runs_ = two_runs(static_cast<Holder>(Place(Side::device, device).bit()), size);
     return state;
   }
   /// `size` bytes never written (see the file comment).
@@ -194,9 +257,9 @@ class ResidencyState {
   [[nodiscard]] constexpr bool is_unwritten() const noexcept { return unwritten_; }
   /// The runs (empty: the host holds everything).
   [[nodiscard]] constexpr const RunList& runs() const noexcept { return runs_; }
-  /// The side holds every byte, written (an unwritten array is valid on neither side).
-  [[nodiscard]] constexpr bool valid(Side side) const noexcept {
-    return !unwritten_ && (side == Side::host ? host_whole() : device_whole());
+  /// The place holds every byte, written (an unwritten array is valid on neither side).
+  [[nodiscard]] constexpr bool valid(Place place) const noexcept {
+    return !unwritten_ && (place.side == Side::host ? host_whole() : device_whole(place.device));
   }
   /// The host buffer holds every byte there is (or was never written): a host access copies
   /// nothing. Reads no size, so eviction may ask it from another thread.
@@ -208,28 +271,37 @@ class ResidencyState {
   }
   /// The host copy is whole and the device copy holds nothing: a host write changes no other side.
   [[nodiscard]] constexpr bool host_exclusive() const noexcept { return runs_.empty(); }
-  [[nodiscard]] constexpr bool device_whole() const noexcept {
+  /// Device `device` holds every byte.
+  [[nodiscard]] constexpr bool device_whole(int device = 0) const noexcept {
     if (size_ == 0) return true;
-    if (device_extent() != size_) return false;
+    if (runs_.empty() || runs_.back().begin != size_) return false;
+    const Place place(Side::device, device);
     for (std::size_t i = 0; i + 1 < runs_.size(); ++i) {
-      if (!holds(runs_[i].holder, Side::device)) return false;
+      if (!holds(runs_[i].holder, place)) return false;
     }
     return true;
   }
-  /// The device holds every byte and the host none: a device write changes no other side.
-  [[nodiscard]] constexpr bool device_exclusive() const noexcept {
+  /// Device `device` holds every byte and no other place any: a write there changes no other.
+  [[nodiscard]] constexpr bool device_exclusive(int device = 0) const noexcept {
     if (size_ == 0) return true;
-    return runs_.size() == 2 && runs_[0].holder == Holder::device && runs_[1].begin == size_;
+    return runs_.size() == 2 && bits(runs_[0].holder) == Place(Side::device, device).bit() &&
+           runs_[1].begin == size_;
   }
   /// The host holds no byte (a device-only array).
   [[nodiscard]] constexpr bool host_stale_everywhere() const noexcept {
     return size_ > 0 && host_stale_prefix() == size_;
   }
-  /// The side holds every byte of `range`.
-  [[nodiscard]] constexpr bool holds_range(Side side, ByteRange range) const noexcept {
+  /// The place holds every byte of `range`.
+  [[nodiscard]] constexpr bool holds_range(Place place, ByteRange range) const noexcept {
     bool all = true;
-    for_each_run(range, [&](ByteRange, Holder holder) { all = all && holds(holder, side); });
+    for_each_run(range, [&](ByteRange, Holder holder) { all = all && holds(holder, place); });
     return all;
+  }
+  /// The devices that hold any byte, as a mask of ordinals (bit d: device d).
+  [[nodiscard]] constexpr std::uint32_t devices_holding() const noexcept {
+    std::uint32_t devices = 0;
+    for (const Run& run : runs_) devices |= devices_of(run.holder);
+    return devices;
   }
   /// The largest range around byte `at` (< size) whose runs all satisfy `wanted` (a predicate
   /// on the holder), clipped to [0, size); empty when the run at `at` does not.
@@ -251,12 +323,12 @@ class ResidencyState {
     });
     return found ? span : ByteRange{at, at};
   }
-  /// Calls `visit(range)` for each maximal range of [0, limit) that `side` holds, in order.
+  /// Calls `visit(range)` for each maximal range of [0, limit) that `place` holds, in order.
   template <typename Visit>
-  constexpr void for_each_held(Side side, std::size_t limit, Visit visit) const {
+  constexpr void for_each_held(Place place, std::size_t limit, Visit visit) const {
     ByteRange pending{0, 0};
     for_each_run({0, limit}, [&](ByteRange run, Holder holder) {
-      if (!holds(holder, side)) return;
+      if (!holds(holder, place)) return;
       if (!pending.empty() && pending.end == run.begin) {
         pending.end = run.end;
         return;
@@ -269,38 +341,49 @@ class ResidencyState {
   /// The first byte that the host does not hold when that is a stale prefix [0, end) (the
   /// stale-host guard protects it), else 0.
   [[nodiscard]] constexpr std::size_t host_stale_prefix() const noexcept {
-    if (unwritten_ || runs_.empty() || runs_[0].holder != Holder::device) return 0;
+    if (unwritten_ || runs_.empty() || holds(runs_[0].holder, Side::host)) return 0;
     return std::min(runs_.size() > 1 ? runs_[1].begin : size_, size_);
   }
-  /// The end of the last byte the device holds (0 when it holds none): a device reallocation
-  /// keeps [0, device_extent()).
-  [[nodiscard]] constexpr std::size_t device_extent() const noexcept {
-    return runs_.empty() ? 0 : runs_.back().begin;
+  /// The end of the last byte device `device` holds (0 when it holds none): a reallocation of its
+  /// buffer keeps [0, device_extent(device)).
+  [[nodiscard]] constexpr std::size_t device_extent(int device = 0) const noexcept {
+    const Place place(Side::device, device);
+    for (std::size_t i = runs_.size(); i > 1; --i) {
+      if (holds(runs_[i - 2].holder, place)) return runs_[i - 1].begin;
+    }
+    return 0;
   }
   /// Sizes at or above this one keep every run as it is: a resize inside
   /// [resize_floor(), capacity] changes nothing but the size.
-  [[nodiscard]] constexpr std::size_t resize_floor() const noexcept { return device_extent(); }
+  [[nodiscard]] constexpr std::size_t resize_floor() const noexcept {
+    return runs_.empty() ? 0 : runs_.back().begin;
+  }
 
-  /// An access of `range` (inside [0, size)) on `side`: the stale bytes are copied unless the
-  /// access overwrites them (discard); afterwards `side` holds the range, and a writer leaves the
-  /// other side without it. The first access of an unwritten state settles it first (see
-  /// settled()).
-  [[nodiscard]] constexpr Transition acquire(Side side, Access access, bool one_buffer,
-                                             ByteRange range) const;
+  /// An access of `range` (inside [0, size)) on `place`: the stale bytes are copied unless the
+  /// access overwrites them (discard); afterwards `place` holds the range, and a writer leaves
+  /// every other place without it. A device copies from the devices in `reach` (a mask of
+  /// ordinals it can copy from directly) before the host (see the file comment). The first access
+  /// of an unwritten state settles it first (see settled()).
+  [[nodiscard]] constexpr Transition acquire(Place place, Access access, bool one_buffer,
+                                             ByteRange range, std::uint32_t reach = 0) const;
   /// acquire() of the whole array.
-  [[nodiscard]] constexpr Transition acquire(Side side, Access access, bool one_buffer) const;
+  [[nodiscard]] constexpr Transition acquire(Place place, Access access, bool one_buffer,
+                                             std::uint32_t reach = 0) const;
   /// The copies that make the host copy whole in place (before the host moves bytes inside it, or
   /// before the device copy is dropped). mark_host_whole() records them done.
   [[nodiscard]] constexpr CopyPlan host_whole_plan() const {
     return read_out(std::numeric_limits<std::size_t>::max());
   }
   /// The copies that read the first `bytes` bytes out to other memory without changing the state:
-  /// what the host lacks comes from the device.
+  /// what the host lacks comes from the lowest device that holds it.
   [[nodiscard]] constexpr CopyPlan read_out(std::size_t bytes) const {
     CopyPlan plan(Ordering::after_writer);
     if (unwritten_) return plan;
     for_each_run({0, std::min(bytes, size_)}, [&](ByteRange run, Holder holder) {
-      if (!holds(holder, Side::host)) plan.add(Side::host, run);
+      if (!holds(holder, Side::host)) {
+        plan.add(PlannedCopy{Side::host, run,
+                             static_cast<std::uint8_t>(lowest_device(devices_of(holder)))});
+      }
     });
     return plan;
   }
@@ -327,8 +410,11 @@ class ResidencyState {
   [[nodiscard]] constexpr ResidencyState host_written() const noexcept {
     return host_only(size_);
   }
-  /// The device wrote its whole copy: the host copy is stale. Requires device_whole().
-  [[nodiscard]] constexpr ResidencyState device_written() const { return device_only(size_); }
+  /// Device `device` wrote its whole copy: every other copy is stale. Requires
+  /// device_whole(device).
+  [[nodiscard]] constexpr ResidencyState device_written(int device = 0) const {
+    return device_only(size_, device);
+  }
   /// Every byte overwritten on the host at a new size: nothing is copied.
   [[nodiscard]] constexpr ResidencyState host_overwritten(std::size_t new_size) const noexcept {
     return host_only(new_size);
@@ -350,24 +436,47 @@ class ResidencyState {
   }
   /// Eviction's transitions, which run on another thread than the owner's: they neither read nor
   /// write the size, which the owner's lock-free appends and truncations change meanwhile. The
-  /// host copy was made whole (host_whole_plan() carried out), and the device copy dropped.
+  /// host copy was made whole (host_whole_plan() carried out); a device copy was dropped.
   constexpr void mark_host_whole() noexcept {
     RunList next;
     for (const Run& run : runs_) {
-      append_run(next, run.begin, run.holder == Holder::device ? Holder::both : run.holder);
+      append_run(next, run.begin, static_cast<Holder>(bits(run.holder) | Place(Side::host).bit()));
     }
     if (next.size() == 1) next.clear();
     runs_ = next;
   }
-  constexpr void mark_device_dropped() noexcept { runs_.clear(); }
-  /// The first access of an unwritten state, on `side`: with two buffers, the side that was not
-  /// accessed has no buffer and holds nothing; with one buffer both sides keep it.
-  [[nodiscard]] constexpr ResidencyState settled(Side side, bool one_buffer) const {
+  /// Device `device`'s copy was dropped, after dropped_plan(device) was carried out: the bytes
+  /// that it alone held are the host's now.
+  constexpr void mark_device_dropped(int device = 0) noexcept {
+    RunList next;
+    for (const Run& run : runs_) {
+      const std::uint32_t rest = bits(run.holder) & ~Place(Side::device, device).bit();
+      append_run(next, run.begin, static_cast<Holder>(rest != 0 ? rest : Place(Side::host).bit()));
+    }
+    if (next.size() == 1) next.clear();
+    runs_ = next;
+  }
+  /// The copies that keep the bytes that only device `device` holds before its copy is dropped:
+  /// to the host, from that device. Reads no size either.
+  [[nodiscard]] constexpr CopyPlan dropped_plan(int device) const {
+    CopyPlan plan(Ordering::after_writer);
+    const std::uint32_t only = Place(Side::device, device).bit();
+    for (std::size_t i = 0; i + 1 < runs_.size(); ++i) {
+      if (bits(runs_[i].holder) == only) {
+        plan.add(PlannedCopy{Side::host, {runs_[i].begin, runs_[i + 1].begin},
+                             static_cast<std::uint8_t>(device)});
+      }
+    }
+    return plan;
+  }
+  /// The first access of an unwritten state, on `place`: with two buffers, the places that were
+  /// not accessed have no buffer and hold nothing; with one buffer both sides keep it.
+  [[nodiscard]] constexpr ResidencyState settled(Place place, bool one_buffer) const {
     if (!unwritten_) return *this;
     ResidencyState next = *this;
     next.unwritten_ = false;
     if (!one_buffer) {
-      next = side == Side::host ? host_only(size_) : device_only(size_);
+      next = place.side == Side::host ? host_only(size_) : device_only(size_, place.device);
     }
     return next;
   }
@@ -435,29 +544,49 @@ struct Transition {
   ResidencyState next;
 };
 
-constexpr Transition ResidencyState::acquire(Side side, Access access, bool one_buffer,
-                                             ByteRange range) const {
-  const ResidencyState from = settled(side, one_buffer);
+constexpr Transition ResidencyState::acquire(Place place, Access access, bool one_buffer,
+                                             ByteRange range, std::uint32_t reach) const {
+  const ResidencyState from = settled(place, one_buffer);
   const Ordering ordering =
       access == Access::read ? Ordering::after_writer : Ordering::after_every_use;
   Transition t{CopyPlan(ordering), from};
   const bool whole = range.begin == 0 && range.end == from.size_;
+  const Holder only = static_cast<Holder>(place.bit());
   if (whole && access == Access::discard) {
-    // Every byte overwritten on one side: nothing to copy, and that side alone holds them (the
+    // Every byte overwritten in one place: nothing to copy, and that place alone holds them (the
     // common acquire of an output, without painting runs).
-    t.next.runs_ = side == Side::host || from.size_ == 0 ? RunList{}
-                                                         : two_runs(Holder::device, from.size_);
+    t.next.runs_ = place.side == Side::host || from.size_ == 0 ? RunList{}
+                                                               : two_runs(only, from.size_);
     return t;
   }
+  const std::uint32_t host_bit = Place(Side::host).bit();
+  // A device read of bytes that only devices it cannot reach hold goes through the host.
+  const auto staged = [&](Holder holder) {
+    return place.side == Side::device && !holds(holder, place) && !holds(holder, Side::host) &&
+           (devices_of(holder) & reach) == 0;
+  };
   if (access != Access::discard) {
     from.for_each_run(range, [&](ByteRange run, Holder holder) {
-      if (!holds(holder, side)) t.plan.add(side, run);
+      if (holds(holder, place)) return;
+      const std::uint32_t devices = devices_of(holder);
+      if (place.side == Side::host) {
+        t.plan.add(PlannedCopy{Side::host, run, static_cast<std::uint8_t>(lowest_device(devices))});
+        return;
+      }
+      if ((devices & reach) != 0) {
+        t.plan.add(PlannedCopy{Side::device, run, place.device,
+                               static_cast<std::uint8_t>(lowest_device(devices & reach))});
+        return;
+      }
+      if (staged(holder)) {
+        t.plan.add(PlannedCopy{Side::host, run, static_cast<std::uint8_t>(lowest_device(devices))});
+      }
+      t.plan.add(PlannedCopy{Side::device, run, place.device});
     });
   }
-  const Holder only = side == Side::host ? Holder::host : Holder::device;
   if (access == Access::read) {
-    t.next.runs_ = from.painted(range, [only](Holder holder) {
-      return static_cast<Holder>(static_cast<unsigned>(holder) | static_cast<unsigned>(only));
+    t.next.runs_ = from.painted(range, [&](Holder holder) {
+      return static_cast<Holder>(bits(holder) | place.bit() | (staged(holder) ? host_bit : 0U));
     });
   } else {
     t.next.runs_ = from.painted(range, [only](Holder) { return only; });
@@ -465,8 +594,9 @@ constexpr Transition ResidencyState::acquire(Side side, Access access, bool one_
   return t;
 }
 
-constexpr Transition ResidencyState::acquire(Side side, Access access, bool one_buffer) const {
-  return acquire(side, access, one_buffer, ByteRange{0, size_});
+constexpr Transition ResidencyState::acquire(Place place, Access access, bool one_buffer,
+                                             std::uint32_t reach) const {
+  return acquire(place, access, one_buffer, ByteRange{0, size_}, reach);
 }
 
 }  // namespace smartarray::detail
