@@ -1,9 +1,12 @@
 // The property test of range-granular residency: random sequences of slice acquires (host and
 // device, every access), element reads and writes, whole-array accesses, appends and truncations
 // over arrays of a few tiles, checked after every operation against a model that keeps, for each
-// element, its value and the sides that hold it. Each array's own transfer counters must equal what
-// the model predicts: one copy per stale run inside the range, element access by tile with the
-// readahead policy, and a device reallocation moving what the device holds.
+// element, its value and the places (the host, each device) that hold it. Each device operation
+// runs on a stream of a device picked at random (SMARTARRAY_HOST_DEVICES=2 on the host backend,
+// every GPU on the cuda backend). Each array's own transfer counters must equal what the model
+// predicts: one copy per stale run inside the range (from a peer device it can reach, else the
+// host, else down to the host and up), element access by tile with the readahead policy, and a
+// device reallocation moving what that device holds.
 //
 // SMARTARRAY_RANGE_PROPERTY_OPS (operations in all) and SMARTARRAY_RANGE_PROPERTY_SEED override
 // the defaults; the GPU script runs a longer one. The last line says how many operations ran:
@@ -43,25 +46,38 @@ std::uint64_t env_or(const char* name, std::uint64_t fallback) {
 }
 
 /// The device operations (namespace scope: nvcc's extended lambdas cannot live in a test body).
-void scale_view(sa::DeviceView<Value> v) {
-  sa::for_each_index(v.size(), [v] SMARTARRAY_HOST_DEVICE(std::size_t i) { v[i] = v[i] * 3 + 1; });
+void scale_view(sa::DeviceView<Value> v, sa::StreamRef stream) {
+  sa::for_each_index(
+      v.size(), [v] SMARTARRAY_HOST_DEVICE(std::size_t i) { v[i] = v[i] * 3 + 1; }, stream);
 }
-void fill_view(sa::DeviceView<Value> v, Value value) {
-  sa::for_each_index(v.size(), [v, value] SMARTARRAY_HOST_DEVICE(std::size_t i) { v[i] = value; });
+void fill_view(sa::DeviceView<Value> v, Value value, sa::StreamRef stream) {
+  sa::for_each_index(
+      v.size(), [v, value] SMARTARRAY_HOST_DEVICE(std::size_t i) { v[i] = value; }, stream);
 }
-void copy_view(sa::DeviceView<Value> to, sa::DeviceView<const Value> from) {
-  sa::for_each_index(to.size(),
-                     [to, from] SMARTARRAY_HOST_DEVICE(std::size_t i) { to[i] = from[i]; });
+void copy_view(sa::DeviceView<Value> to, sa::DeviceView<const Value> from, sa::StreamRef stream) {
+  sa::for_each_index(
+      to.size(), [to, from] SMARTARRAY_HOST_DEVICE(std::size_t i) { to[i] = from[i]; }, stream);
 }
 
-constexpr std::uint8_t on_host = 1;
-constexpr std::uint8_t on_device = 2;
+/// The places that hold an element, as in the library: bit 0 the host, bit 1 + d device d.
+using Holder = std::uint32_t;
+constexpr Holder on_host = 1;
+constexpr Holder on_device(int device) { return Holder{2} << device; }
+/// The lowest device of a non-empty mask of device ordinals.
+int lowest(std::uint32_t devices) {
+  int device = 0;
+  while ((devices & 1U) == 0) {
+    devices >>= 1;
+    ++device;
+  }
+  return device;
+}
 
 /// The model of one array.
 struct Model {
   std::vector<Value> values;
-  std::vector<std::uint8_t> holder;  // per element: on_host, on_device or both
-  std::size_t device_capacity = 0;   // elements of the device buffer
+  std::vector<Holder> holder;               // per element: the places that hold it
+  std::vector<std::size_t> device_capacity;  // per device: elements of its buffer
   // The run of element-access misses on consecutive tiles (ArrayCore::acquire_element).
   std::size_t miss_tile = 0;
   unsigned miss_run = 0;
@@ -70,42 +86,84 @@ struct Model {
 
   [[nodiscard]] std::size_t size() const { return values.size(); }
 
-  void copy_runs(std::uint8_t side, std::size_t first, std::size_t last) {
-    std::size_t i = first;
-    while (i < last) {
-      if ((holder[i] & side) != 0) {
-        ++i;
+  /// The copies that make [first, last) held by `device` (-1: the host), which copies directly
+  /// from the devices in `reach`: consecutive elements that come the same way are one copy.
+  /// Returns the elements staged through the host (a device read of data that only devices it
+  /// cannot reach hold).
+  std::vector<bool> copy_runs(int device, std::size_t first, std::size_t last,
+                              std::uint32_t reach) {
+    std::vector<bool> staged(last - first, false);
+    // The copy being extended in each direction: its source (device, or -1 for the host) and end.
+    int down_source = -2;
+    std::size_t down_end = 0;
+    int up_source = -2;
+    std::size_t up_end = 0;
+    const auto down = [&](std::size_t i, int source, bool stage) {
+      if (down_source == source && down_end == i) {
+        expected.d2h_bytes += sizeof(Value);
+        if (stage) expected.staged_bytes += sizeof(Value);
+      } else {
+        ++expected.d2h_count;
+        expected.d2h_bytes += sizeof(Value);
+        if (stage) {
+          ++expected.staged_count;
+          expected.staged_bytes += sizeof(Value);
+        }
+      }
+      down_source = source;
+      down_end = i + 1;
+    };
+    const auto up = [&](std::size_t i, int source) {
+      const bool peer = source >= 0;
+      if (up_source == source && up_end == i) {
+        (peer ? expected.d2d_peer_bytes : expected.h2d_bytes) += sizeof(Value);
+      } else {
+        ++(peer ? expected.d2d_peer_count : expected.h2d_count);
+        (peer ? expected.d2d_peer_bytes : expected.h2d_bytes) += sizeof(Value);
+      }
+      up_source = source;
+      up_end = i + 1;
+    };
+    for (std::size_t i = first; i < last; ++i) {
+      const Holder h = holder[i];
+      const std::uint32_t devices = h >> 1;
+      if (device < 0) {
+        if ((h & on_host) == 0) down(i, lowest(devices), false);
         continue;
       }
-      std::size_t end = i;
-      while (end < last && (holder[end] & side) == 0) ++end;
-      const std::size_t bytes = (end - i) * sizeof(Value);
-      if (side == on_host) {
-        ++expected.d2h_count;
-        expected.d2h_bytes += bytes;
+      if ((h & on_device(device)) != 0) continue;
+      if ((devices & reach) != 0) {
+        up(i, lowest(devices & reach));
+      } else if ((h & on_host) != 0) {
+        up(i, -1);
       } else {
-        ++expected.h2d_count;
-        expected.h2d_bytes += bytes;
+        down(i, lowest(devices), true);
+        up(i, -1);
+        staged[i - first] = true;
       }
-      i = end;
     }
+    return staged;
   }
-  /// An acquire of [first, last) on `side` (the device's buffer checked first).
-  void acquire(std::uint8_t side, Access access, std::size_t first, std::size_t last,
-               std::size_t host_capacity) {
-    if (side == on_device && device_capacity < size()) {
+  /// An acquire of [first, last) on `device` (-1: the host; a device's buffer is checked first).
+  void acquire(int device, Access access, std::size_t first, std::size_t last,
+               std::size_t host_capacity, std::uint32_t reach) {
+    if (device >= 0 && device_capacity[static_cast<std::size_t>(device)] < size()) {
+      std::size_t& capacity = device_capacity[static_cast<std::size_t>(device)];
       std::size_t extent = size();
-      while (extent > 0 && holder[extent - 1] == on_host) --extent;
+      while (extent > 0 && (holder[extent - 1] & on_device(device)) == 0) --extent;
       const bool overwrites_all = access == Access::discard && first == 0 && last == size();
-      if (device_capacity > 0 && !overwrites_all && extent > 0) {
+      if (capacity > 0 && !overwrites_all && extent > 0) {
         ++expected.d2d_count;
         expected.d2d_bytes += extent * sizeof(Value);
       }
-      device_capacity = std::max(host_capacity, size());
+      capacity = std::max(host_capacity, size());
     }
-    if (access != Access::discard) copy_runs(side, first, last);
+    std::vector<bool> staged(last - first, false);
+    if (access != Access::discard) staged = copy_runs(device, first, last, reach);
+    const Holder place = device < 0 ? on_host : on_device(device);
     for (std::size_t i = first; i < last; ++i) {
-      holder[i] = access == Access::read ? static_cast<std::uint8_t>(holder[i] | side) : side;
+      holder[i] = access == Access::read ? holder[i] | place | (staged[i - first] ? on_host : 0U)
+                                         : place;
     }
   }
   /// Host element access of element `i` (tile fetch and readahead).
@@ -126,19 +184,30 @@ struct Model {
       miss_tile = tile;
       if (miss_run >= 3) {
         if (step > 0) {
-          acquire(on_host, Access::read, first, size(), 0);
+          acquire(-1, Access::read, first, size(), 0, 0);
         } else {
-          acquire(on_host, Access::read, 0, last, 0);
+          acquire(-1, Access::read, 0, last, 0, 0);
         }
       }
     }
-    acquire(on_host, access, first, last, 0);
+    acquire(-1, access, first, last, 0, 0);
   }
 };
 
 class RangeProperty {
  public:
-  explicit RangeProperty(std::uint64_t seed) : rng_(seed) {}
+  explicit RangeProperty(std::uint64_t seed) : rng_(seed) {
+    for (int device = 0; device < sa::device_count(); ++device) {
+      streams_.emplace_back(sa::Device{device});
+      std::uint32_t reach = 0;
+      for (int owner = 0; owner < sa::device_count(); ++owner) {
+        if (owner != device && sa::peer_access(sa::Device{device}, sa::Device{owner})) {
+          reach |= 1U << owner;
+        }
+      }
+      reach_.push_back(reach);
+    }
+  }
 
   /// Runs `operations` random operations; false at the first divergence (reported).
   bool run(std::uint64_t operations) {
@@ -172,6 +241,7 @@ class RangeProperty {
       Model model;
       model.values = values;
       model.holder.assign(values.size(), on_host);
+      model.device_capacity.assign(streams_.size(), 0);
       models_.push_back(model);
     }
   }
@@ -185,12 +255,15 @@ class RangeProperty {
     const std::size_t count = n == 0 ? 0 : 1 + pick(std::min<std::size_t>(n - first, 3 * per_tile));
     const std::size_t i = first;
     const auto access = static_cast<Access>(pick(3));
+    const int device = static_cast<int>(pick(streams_.size()));
+    const sa::StreamRef stream = streams_[static_cast<std::size_t>(device)];
+    const std::uint32_t reach = reach_[static_cast<std::size_t>(device)];
     bool ok = true;
     switch (pick(12)) {
       case 0: {  // slice host read
         log_ << "slice(" << first << ", " << count << ").host_view()";
         const std::span<const Value> view = std::as_const(a).slice(first, count).host_view();
-        m.acquire(on_host, Access::read, first, first + count, a.capacity());
+        m.acquire(-1, Access::read, first, first + count, a.capacity(), 0);
         ok = std::equal(view.begin(), view.end(), m.values.begin() + first);
         break;
       }
@@ -198,7 +271,7 @@ class RangeProperty {
         const Access write = access == Access::read ? Access::read_write : access;
         log_ << "slice(" << first << ", " << count << ").host_view(" << sa::to_string(write) << ")";
         const std::span<Value> view = a.slice(first, count).host_view(write);
-        m.acquire(on_host, write, first, first + count, a.capacity());
+        m.acquire(-1, write, first, first + count, a.capacity(), 0);
         for (std::size_t k = 0; k < count; ++k) {
           const Value next = write == Access::discard ? value() : view[k] + 7;
           if (write == Access::read_write && view[k] != m.values[first + k]) ok = false;
@@ -210,23 +283,23 @@ class RangeProperty {
       case 2:
       case 3: {  // slice device access
         log_ << "slice(" << first << ", " << count << ").device_view(" << sa::to_string(access)
-             << ")";
+             << ") on device " << device;
         if (count == 0) break;
         if (access == Access::read) {
           SmartArray<Value> scratch(count);
-          copy_view(scratch.device_view(Access::discard),
-                    std::as_const(a).slice(first, count).device_view());
-          m.acquire(on_device, Access::read, first, first + count, a.capacity());
+          copy_view(scratch.device_view(Access::discard, stream),
+                    std::as_const(a).slice(first, count).device_view(stream), stream);
+          m.acquire(device, Access::read, first, first + count, a.capacity(), reach);
           const std::span<const Value> got = std::as_const(scratch).host_view();
           ok = std::equal(got.begin(), got.end(), m.values.begin() + first);
         } else if (access == Access::read_write) {
-          scale_view(a.slice(first, count).device_view(Access::read_write));
-          m.acquire(on_device, access, first, first + count, a.capacity());
+          scale_view(a.slice(first, count).device_view(Access::read_write, stream), stream);
+          m.acquire(device, access, first, first + count, a.capacity(), reach);
           for (std::size_t k = first; k < first + count; ++k) m.values[k] = m.values[k] * 3 + 1;
         } else {
           const Value fill = value();
-          fill_view(a.slice(first, count).device_view(Access::discard), fill);
-          m.acquire(on_device, access, first, first + count, a.capacity());
+          fill_view(a.slice(first, count).device_view(Access::discard, stream), fill, stream);
+          m.acquire(device, access, first, first + count, a.capacity(), reach);
           std::fill(m.values.begin() + first, m.values.begin() + first + count, fill);
         }
         break;
@@ -253,15 +326,15 @@ class RangeProperty {
       case 7: {  // whole host read
         log_ << "host_view()";
         const std::span<const Value> view = std::as_const(a).host_view();
-        m.acquire(on_host, Access::read, 0, n, a.capacity());
+        m.acquire(-1, Access::read, 0, n, a.capacity(), 0);
         ok = std::equal(view.begin(), view.end(), m.values.begin(), m.values.end());
         break;
       }
       case 8: {  // whole device read_write
-        log_ << "device_view(read_write)";
+        log_ << "device_view(read_write) on device " << device;
         if (n == 0) break;
-        scale_view(a.device_view(Access::read_write));
-        m.acquire(on_device, Access::read_write, 0, n, a.capacity());
+        scale_view(a.device_view(Access::read_write, stream), stream);
+        m.acquire(device, Access::read_write, 0, n, a.capacity(), reach);
         for (Value& v : m.values) v = v * 3 + 1;
         break;
       }
@@ -307,22 +380,27 @@ class RangeProperty {
         .d2h_bytes = after.d2h_bytes - before.d2h_bytes,
         .d2d_count = after.d2d_count - before.d2d_count,
         .d2d_bytes = after.d2d_bytes - before.d2d_bytes,
+        .d2d_peer_count = after.d2d_peer_count - before.d2d_peer_count,
+        .d2d_peer_bytes = after.d2d_peer_bytes - before.d2d_peer_bytes,
+        .staged_count = after.staged_count - before.staged_count,
+        .staged_bytes = after.staged_bytes - before.staged_bytes,
     };
     const sa::TransferStats& want = m.expected;
     if (made.h2d_count != want.h2d_count || made.h2d_bytes != want.h2d_bytes ||
         made.d2h_count != want.d2h_count || made.d2h_bytes != want.d2h_bytes ||
-        made.d2d_count != want.d2d_count || made.d2d_bytes != want.d2d_bytes) {
-      log_ << ": transfers h2d " << made.h2d_count << " (" << made.h2d_bytes << " B), d2h "
-           << made.d2h_count << " (" << made.d2h_bytes << " B), d2d " << made.d2d_count << " ("
-           << made.d2d_bytes << " B); the model: h2d " << want.h2d_count << " (" << want.h2d_bytes
-           << " B), d2h " << want.d2h_count << " (" << want.d2h_bytes << " B), d2d "
-           << want.d2d_count << " (" << want.d2d_bytes << " B)";
+        made.d2d_count != want.d2d_count || made.d2d_bytes != want.d2d_bytes ||
+        made.d2d_peer_count != want.d2d_peer_count ||
+        made.d2d_peer_bytes != want.d2d_peer_bytes || made.staged_count != want.staged_count ||
+        made.staged_bytes != want.staged_bytes) {
+      log_ << ": transfers " << made.to_string() << "; the model: " << want.to_string();
       return false;
     }
     return a.size() == m.size();
   }
 
   std::mt19937_64 rng_;
+  std::vector<sa::Stream> streams_;  // one per device
+  std::vector<std::uint32_t> reach_;  // per device: the devices it copies from directly
   std::vector<SmartArray<Value>> arrays_;
   std::vector<Model> models_;
   std::ostringstream log_;
