@@ -446,5 +446,83 @@ TEST(ResidencyState, RangeAroundFindsTheRunsAroundAByte) {
             1U);
 }
 
+// Several devices: places are the host and each device.
+constexpr detail::Place device0(Side::device, 0);
+constexpr detail::Place device1(Side::device, 1);
+constexpr std::uint32_t reach0 = 1U << 0;  // device 1 reaches device 0
+
+static_assert(ResidencyState::device_only(64, 0).acquire(device1, Access::read, false, reach0)
+                  .plan.copies()[0] == PlannedCopy{Side::device, ByteRange{0, 64}, 1, 0});
+
+TEST(ResidencyState, AReadOnAnotherDeviceIsAPeerCopyWhenItReachesTheHolder) {
+  const Transition peer =
+      ResidencyState::device_only(64, 0).acquire(device1, Access::read, false, reach0);
+  ASSERT_EQ(peer.plan.copies().size(), 1U);
+  EXPECT_EQ(peer.plan.copies()[0], (PlannedCopy{Side::device, {0, 64}, 1, 0}));
+  EXPECT_TRUE(peer.next.valid(device0));
+  EXPECT_TRUE(peer.next.valid(device1));
+  EXPECT_FALSE(peer.next.valid(Side::host));
+  // The host holding the bytes too does not change the source: a peer copy comes first.
+  const ResidencyState both = ResidencyState::device_only(64, 0)
+                                  .acquire(Side::host, Access::read, false)
+                                  .next;
+  EXPECT_EQ(both.acquire(device1, Access::read, false, reach0).plan.copies()[0].peer, 0);
+  // Without reach, from the host when it holds the bytes.
+  EXPECT_EQ(both.acquire(device1, Access::read, false, 0).plan.copies()[0],
+            (PlannedCopy{Side::device, {0, 64}, 1}));
+}
+
+TEST(ResidencyState, WithoutReachAReadGoesDownToTheHostAndUp) {
+  const Transition staged =
+      ResidencyState::device_only(64, 0).acquire(device1, Access::read, false, 0);
+  ASSERT_EQ(staged.plan.copies().size(), 2U);
+  EXPECT_EQ(staged.plan.copies()[0], (PlannedCopy{Side::host, {0, 64}, 0}));
+  EXPECT_EQ(staged.plan.copies()[1], (PlannedCopy{Side::device, {0, 64}, 1}));
+  EXPECT_TRUE(staged.next.valid(Side::host));
+  EXPECT_TRUE(staged.next.valid(device0));
+  EXPECT_TRUE(staged.next.valid(device1));
+  // A writer keeps only its own copy.
+  const Transition write =
+      ResidencyState::device_only(64, 0).acquire(device1, Access::read_write, false, 0);
+  EXPECT_TRUE(write.next.valid(device1));
+  EXPECT_FALSE(write.next.valid(device0));
+  EXPECT_FALSE(write.next.valid(Side::host));
+  EXPECT_TRUE(write.next.device_exclusive(1));
+}
+
+TEST(ResidencyState, AdjacentRunsFromOneSourceAreOneCopyAndEachDeviceIsItsOwnSource) {
+  // [0, 32) device 0 only, [32, 64) device 0 and the host, [64, 96) device 1 only.
+  ResidencyState state = ResidencyState::device_only(96, 0);
+  state = state.acquire(Side::host, Access::read, false, {32, 64}).next;
+  state = state.acquire(device1, Access::discard, false, {64, 96}).next;
+  const Transition to_device1 = state.acquire(device1, Access::read, false, reach0);
+  ASSERT_EQ(to_device1.plan.copies().size(), 1U);
+  EXPECT_EQ(to_device1.plan.copies()[0], (PlannedCopy{Side::device, {0, 64}, 1, 0}));
+  // The host reads [0, 32) from device 0 and [64, 96) from device 1.
+  const Transition to_host = state.acquire(Side::host, Access::read, false);
+  ASSERT_EQ(to_host.plan.copies().size(), 2U);
+  EXPECT_EQ(to_host.plan.copies()[0], (PlannedCopy{Side::host, {0, 32}, 0}));
+  EXPECT_EQ(to_host.plan.copies()[1], (PlannedCopy{Side::host, {64, 96}, 1}));
+  EXPECT_EQ(state.devices_holding(), 3U);
+  EXPECT_EQ(state.device_extent(0), 64U);
+  EXPECT_EQ(state.device_extent(1), 96U);
+}
+
+TEST(ResidencyState, DroppingADeviceCopyKeepsWhatOnlyItHeld) {
+  // [0, 32) device 1 only, [32, 64) devices 0 and 1.
+  ResidencyState state = ResidencyState::device_only(64, 0);
+  state = state.acquire(device1, Access::read, false, reach0).next;
+  state = state.acquire(device1, Access::read_write, false, {0, 32}, reach0).next;
+  const CopyPlan keep = state.dropped_plan(1);
+  ASSERT_EQ(keep.copies().size(), 1U);
+  EXPECT_EQ(keep.copies()[0], (PlannedCopy{Side::host, {0, 32}, 1}));
+  EXPECT_TRUE(state.dropped_plan(0).copies_nothing());
+  state.mark_device_dropped(1);
+  EXPECT_TRUE(state.holds_range(Side::host, {0, 32}));
+  EXPECT_TRUE(state.holds_range(device0, {32, 64}));
+  EXPECT_FALSE(state.holds_range(Side::host, {32, 64}));
+  EXPECT_EQ(state.devices_holding(), 1U);
+}
+
 }  // namespace
 }  // namespace smartarray::test
