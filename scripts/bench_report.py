@@ -39,6 +39,8 @@ PARTIAL_TARGETS = {"scalar_read": 1.2, "boundary_update": 1.2, "slice_read": 1.2
                    "out_of_core": 1.10}
 # out_of_core's bandwidth against one pinned host-to-device copy of an array: at least this.
 OUT_OF_CORE_BANDWIDTH = 0.85
+# bench_multi_gpu: SmartArray's read on a second GPU at least this fraction of a hand-written peer copy.
+MULTI_GPU_BANDWIDTH = 0.90
 # The provenance keys written by benchmarks/bench_main.cpp.
 PROVENANCE_KEYS = ["git_commit", "smartarray_version", "build_type", "backend", "gpu_name",
                    "gpu_compute_capability", "gpu_driver", "cuda_driver", "cuda_runtime",
@@ -828,6 +830,32 @@ def out_of_core_bandwidth(res):
             ok, f"{source}.json")
 
 
+def multi_gpu_ratio(res):
+    """bench_multi_gpu: SmartArray's read on a second GPU as a fraction of the hand-written peer
+    copy's bandwidth at each size, and its host copies per call (every run checks 0)."""
+    source = "targets_multi_gpu" if res.get("targets_multi_gpu") else "bench_multi_gpu"
+    result = res.get(source)
+    if not result:
+        return None
+    explicit = repetitions(result, r"BM_peer_read/explicit/(\d+)", us)
+    smart = repetitions(result, r"BM_peer_read/smartarray/(\d+)", us)
+    host = counter_by_name(result.runs, r"BM_peer_read/smartarray/(\d+)", "host_copies_per_call")
+    cells, ok = [], True
+    for key in sorted(smart, key=lambda k: int(k[0])):
+        if key not in explicit:
+            continue
+        fraction = median(explicit[key]) / median(smart[key])
+        ok = ok and fraction >= MULTI_GPU_BANDWIDTH
+        cell = f"{fraction:.1%}"
+        cells.append((int(key[0]), cell if fraction >= MULTI_GPU_BANDWIDTH else f"**{cell}**"))
+    if not cells:
+        return None
+    round_trips = sorted(set(host.values()))
+    ok = ok and round_trips == [0]
+    return (" / ".join(c for _, c in cells) + " (" + " / ".join(short_n(n) for n, _ in cells) +
+            f"), host copies per call {round_trips}", ok, f"{source}.json")
+
+
 def headline_copies(res):
     p = res.get("bench_pipelines")
     if not p:
@@ -881,6 +909,8 @@ TARGETS = [
            "hand-written double-buffered loop", lambda r: partial_ratio(r, "out_of_core")),
     Target("partial", "out-of-core transform >= 85% of the pinned host-to-device bandwidth "
            "(full duplex: the larger of the bytes in and out)", out_of_core_bandwidth),
+    Target("multi-GPU", "a device-valid array read on a second GPU >= 90% of a hand-written "
+           "`cudaMemcpyPeerAsync`'s bandwidth, with 0 host round trips", multi_gpu_ratio),
 ]
 
 

@@ -3,7 +3,8 @@
 # compares run as repetitions in random interleaved order (Google Benchmark's
 # --benchmark_enable_random_interleaving), so that a slow change of the machine (clocks, the VM's
 # neighbours) falls on both sides of each ratio instead of on whichever benchmark ran last.
-# Writes ${OUT_DIR}/targets_pipelines.json, targets_modes.json and targets_partial.json (with the
+# Writes ${OUT_DIR}/targets_pipelines.json, targets_modes.json, targets_partial.json and
+# targets_multi_gpu.json (with the
 # provenance of bench_main.hpp), and the console output of each next to them or in ${LOG_DIR};
 # scripts/bench_report.py reports the median of each contender's repetitions and the ratios of the
 # medians. scripts/gpu_check.sh runs it after the benchmarks.
@@ -35,4 +36,7 @@ run bench_modes '/(explicit|pinned_memcpy|pageable|pageable_memcpy|managed_prefe
 # that the device works on, and out-of-core calls against a hand-written loop and the pinned
 # bandwidth (bench_partial; copy_latency has no target).
 run bench_partial '^BM_((scalar_read|boundary_update|slice_read|range_for|out_of_core)/|pinned_(h2d|duplex)/)' targets_partial
+# Multi-GPU: a read on a second GPU against a hand-written cudaMemcpyPeerAsync (skipped, with
+# every benchmark marked so, on a machine of one GPU).
+run bench_multi_gpu '^BM_peer_read/(smartarray|explicit)/' targets_multi_gpu
 exit ${status}

@@ -61,9 +61,9 @@ class Runtime {
   [[nodiscard]] virtual int device_count() const noexcept = 0;
   /// The properties of `device`. @throws logic_error for an ordinal that is not a device.
   [[nodiscard]] const DeviceProperties& properties(int device) const;
-  /// The properties of the current device.
+  /// The properties of the current device (with one device, without asking which is current).
   [[nodiscard]] const DeviceProperties& properties() const {
-    return properties(current_device());
+    return device_count() == 1 ? do_properties(0) : properties(current_device());
   }
   /// The calling thread's current device.
   [[nodiscard]] virtual int current_device() const = 0;
