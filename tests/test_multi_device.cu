@@ -206,6 +206,22 @@ TEST_F(MultiDevice, WithoutPeerAccessAReadAcrossDevicesGoesThroughTheHostCopy) {
   EXPECT_EQ(host_copy(out), scaled(values));
 }
 
+TEST_F(MultiDevice, AnArrayMadeOnADeviceGetsAHostBufferForAReadStagedThroughIt) {
+  const NoPeerAccess off;
+  const auto values = random_values<float>(n);
+  const SmartArray<float> a(values);
+  // A result of map is made on device 0 and has no host buffer yet.
+  const SmartArray<float> doubled = sa::map(Twice{}, a, s0_.ref());
+  {
+    sa::ExpectTransfers expect({.h2d = 1, .d2h = 1, .staged = 1});
+    touch_on(doubled, s1_);
+  }
+  std::vector<float> want(n);
+  for (std::size_t i = 0; i < n; ++i) want[i] = 2 * values[i];
+  sa::ExpectTransfers none({});
+  EXPECT_EQ(host_copy(doubled), want);
+}
+
 TEST_F(MultiDevice, TwoStreamsOnTwoDevicesInAChainWaitOnEventsNotOnTheHost) {
   if (!peers()) GTEST_SKIP() << "without peer access a read across devices waits on the host";
   auto expected = random_values<float>(n);

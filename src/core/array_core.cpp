@@ -282,6 +282,11 @@ std::byte* ArrayCore::acquire_device_locked(int device, Access access, ByteRange
     reason = state_.device_extent(device) != 0 ? "device access of a host-appended tail"
              : state_.devices_holding() != 0   ? "device access of data held on another device"
                                                : "device access of a stale copy";
+    // A read staged through the host copies into the host buffer first.
+    const auto down = [](const PlannedCopy& copy) { return copy.to == Side::host; };
+    if (std::any_of(transition.plan.copies().begin(), transition.plan.copies().end(), down)) {
+      ensure_host_buffer();
+    }
   }
   carry_out(transition.plan, buffers_.host, device, stream, reason, where);
   if (joined_first) {
