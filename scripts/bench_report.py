@@ -942,7 +942,8 @@ def targets_section(results, where):
 
 SECTIONS = {"bench_pipelines": None, "bench_modes": modes_section,
             "bench_adapters": adapters_section, "bench_pool": pool_section,
-            "bench_vector": vector_section, "bench_partial": partial_section}
+            "bench_vector": vector_section, "bench_partial": partial_section,
+            "bench_multi_gpu": generic_section}
 
 
 def main():
