@@ -65,6 +65,8 @@ if [ -z "${SMARTARRAY_GIT_COMMIT:-}" ] && command -v git > /dev/null && [ -e .gi
 fi
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee "${out}/gpu.txt"
+# How the GPUs reach each other (NVLink, PCIe), for the multi-GPU figures.
+[ "$(wc -l < "${out}/gpu.txt")" -gt 1 ] && nvidia-smi topo -m > "${out}/topology.txt" 2>&1
 status=0
 : > "${out}/summary.txt"
 if [ "${python}" -eq 1 ]; then
@@ -126,9 +128,16 @@ if [ "${tests}" -eq 1 ]; then
   grep -h "fault sweep:" "${out}"/test_fault_sweep.*.log >> "${out}/summary.txt" 2>/dev/null
   grep -h "property test:" "${out}"/test_property.*.log "${out}"/test_range_property.*.log \
     >> "${out}/summary.txt" 2>/dev/null
-  ctest --test-dir "${build}" --output-on-failure -j 4 -R "example|_latency|compile_fail" \
+  # The multi-device suite runs on every GPU of the machine above (it skips with one); the host
+  # backend's runs on two emulated devices (the *_2 tests) come with the CTest runs below.
+  multi="${out}/test_multi_device.cuda.log"
+  echo "multi-device (cuda, $(grep -c . "${out}/gpu.txt") GPU(s)):" \
+    "$(grep -oE '\[  PASSED  \] [0-9]+' "${multi}" | grep -oE '[0-9]+$' || echo 0) passed," \
+    "$(grep -oE '\[  SKIPPED \] [0-9]+' "${multi}" | grep -oE '[0-9]+$' || echo 0) skipped" |
+    tee -a "${out}/summary.txt"
+  ctest --test-dir "${build}" --output-on-failure -j 4 -R "example|_latency|compile_fail|_2" \
     > "${out}/ctest.log" 2>&1 || status=1
-  grep -E "tests passed|tests failed" "${out}/ctest.log" | sed 's/^/ctest (examples, latency, compile-fail): /' |
+  grep -E "tests passed|tests failed" "${out}/ctest.log" | sed 's/^/ctest (examples, latency, compile-fail, two emulated devices): /' |
     tee -a "${out}/summary.txt"
   SMARTARRAY_BACKEND=cuda "${build}/benchmarks/bench_pipelines" --demo 2>&1 | tee "${out}/demo.txt" || status=1
 fi
