@@ -14,6 +14,7 @@
 #include <smartarray/smartarray.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <utility>
@@ -86,11 +87,13 @@ int main(int argc, char** argv) {
   // The host gathers z: each half from a device that holds it.
   const std::span<const float> gathered = std::as_const(z).host_view();
 
-  bool ok = example::matches("z = a * x + y, computed by halves", gathered, reference);
+  // A GPU fuses a * x + y into one multiply-add, which rounds once: compare within a few ulps.
+  constexpr double tolerance = 1e-6;
+  bool ok = example::matches("z = a * x + y, computed by halves", gathered, reference, tolerance);
   const float want = *std::max_element(reference.begin(), reference.end());
   std::printf("max(z) on device %d: %g (host reference %g)\n", streams[1].device().ordinal,
               static_cast<double>(largest), static_cast<double>(want));
-  ok &= largest == want;
+  ok &= std::abs(static_cast<double>(largest) - want) <= tolerance * std::abs(want);
   const sa::TransferStats made = sa::global_transfer_stats() - before;
   const Expected expect = expected_transfers(devices, peers);
   std::printf("transfers: %s\n", made.to_string().c_str());
