@@ -13,8 +13,10 @@
 #include <cuda/version>
 #endif
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <fstream>
@@ -145,6 +147,24 @@ bool initialize(std::vector<char*>& args) {
   const bool unrecognized = benchmark::ReportUnrecognizedArguments(count, args.data());
   args.pop_back();
   return !unrecognized;
+}
+
+int run_main(int argc, char** argv, void (*register_benchmarks)(bool quick),
+             const int* failed_runs) {
+  const bool quick = std::any_of(argv + 1, argv + argc,
+                                 [](const char* arg) { return std::strcmp(arg, "--quick") == 0; });
+  static char quick_min_time[] = "--benchmark_min_time=0.01";
+  std::vector<char*> args{argv[0]};
+  if (quick) args.push_back(quick_min_time);  // a flag given later overrides it
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") != 0) args.push_back(argv[i]);
+  }
+  if (!initialize(args)) return 1;
+  register_benchmarks(quick);
+  add_provenance();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return *failed_runs == 0 ? 0 : 1;
 }
 
 int run_main(int argc, char** argv, void (*register_benchmarks)()) {

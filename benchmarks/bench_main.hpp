@@ -38,6 +38,13 @@ void add_provenance();
 /// provenance, run the registered benchmarks, shut down. Returns the exit status.
 int run_main(int argc, char** argv, void (*register_benchmarks)() = nullptr);
 
+/// A whole benchmark main that takes `--quick` (small sizes, 0.01 s per run: the CTest smoke runs;
+/// a --benchmark_min_time given too wins): initialize, call `register_benchmarks(quick)`, add the
+/// provenance, run, shut down. Returns 1 when `*failed_runs` is not zero afterwards (the count of
+/// runs that failed their checks).
+int run_main(int argc, char** argv, void (*register_benchmarks)(bool quick),
+             const int* failed_runs);
+
 }  // namespace smartarray::bench
 
 /// Defines main() as `smartarray::bench::run_main`; use instead of BENCHMARK_MAIN().

@@ -46,66 +46,6 @@ bool need_two_devices(benchmark::State& state) {
   return false;
 }
 
-/// Times one call per iteration on `stream` (a stream of device 1): CUDA events made on device 1,
-/// or the host clock and a synchronize on the host backend. `prepare` runs before each call,
-/// untimed.
-class PeerTimer {
- public:
-  explicit PeerTimer(sa::StreamRef stream) : stream_(stream), cuda_(sa::backend() == sa::BackendKind::cuda) {
-    if (!cuda_) return;
-    const sa::DeviceGuard on_device(sa::stream_device(stream));
-    SMARTARRAY_CUDA_TRY(cudaEventCreate(&start_), "create a timing event");
-    SMARTARRAY_CUDA_TRY(cudaEventCreate(&stop_), "create a timing event");
-  }
-  ~PeerTimer() {
-    if (!cuda_) return;
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  PeerTimer(const PeerTimer&) = delete;
-  PeerTimer& operator=(const PeerTimer&) = delete;
-
-  template <typename Prepare, typename Call>
-  void run(benchmark::State& state, Prepare&& prepare, Call&& call, std::size_t bytes) {
-    prepare();
-    call();  // warm-up: the first peer copy enables peer access, the pools grow
-    sa::synchronize(stream_);
-    const sa::TransferStats before = sa::global_transfer_stats();
-    for (auto _ : state) {
-      prepare();
-      state.SetIterationTime(time(call));
-    }
-    transfers_ = sa::global_transfer_stats() - before;
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
-  }
-  /// The copies the library counted during the timed calls.
-  [[nodiscard]] const sa::TransferStats& transfers() const noexcept { return transfers_; }
-
- private:
-  template <typename Call>
-  double time(Call& call) {
-    if (!cuda_) {
-      const auto start = std::chrono::steady_clock::now();
-      call();
-      sa::synchronize(stream_);
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    }
-    SMARTARRAY_CUDA_TRY(cudaEventRecord(start_, stream_.cuda_stream()), "record the start event");
-    call();
-    SMARTARRAY_CUDA_TRY(cudaEventRecord(stop_, stream_.cuda_stream()), "record the stop event");
-    SMARTARRAY_CUDA_TRY(cudaEventSynchronize(stop_), "wait for the stop event");
-    float ms = 0;
-    SMARTARRAY_CUDA_TRY(cudaEventElapsedTime(&ms, start_, stop_), "read the elapsed time");
-    return static_cast<double>(ms) / 1e3;
-  }
-
-  sa::StreamRef stream_;
-  bool cuda_;
-  cudaEvent_t start_ = nullptr;
-  cudaEvent_t stop_ = nullptr;
-  sa::TransferStats transfers_;
-};
-
 /// Checks the library's counts per call and reports them; marks the run failed on a surprise.
 void check_copies(benchmark::State& state, const sa::TransferStats& made, bool peer) {
   const auto calls = static_cast<std::uint64_t>(state.iterations());
@@ -134,11 +74,11 @@ void smartarray_read(benchmark::State& state, bool peer) {
     const sa::Stream reader(sa::Device{1});
     sa::SmartArray<float> a(sa::bench::random_floats(n));
     (void)a.device_view(Access::read, writer);
-    PeerTimer timer(reader);
+    sa::bench::CallTimer timer(reader);
     timer.run(
         state, [&] { a.gpu_changed(writer); },  // device 0 wrote it: device 1's copy is stale
         [&] { (void)std::as_const(a).device_view(reader); }, n * sizeof(float));
-    check_copies(state, timer.transfers(), peer);
+    check_copies(state, timer.timed_transfers(), peer);
   }
   sa::testing::set_peer_access_enabled(true);
 }
@@ -174,9 +114,9 @@ void explicit_read(benchmark::State& state) {
     dst = sa::detail::runtime().allocate_device(bytes, 1);
   }
   {
-    PeerTimer timer(reader);
+    sa::bench::CallTimer timer(reader);
     timer.run(
-        state, [] {},
+        state,
         [&] {
           if (cuda) {
             SMARTARRAY_CUDA_TRY(
@@ -215,19 +155,8 @@ void register_benchmarks(bool quick) {
 
 }  // namespace
 
+/// bench_multi_gpu [--quick] [Google Benchmark flags]: the published run, or with --quick one
+/// small size (CTest's host.bench_multi_gpu_smoke). Exits non-zero when a run fails its checks.
 int main(int argc, char** argv) {
-  const bool quick = std::any_of(argv + 1, argv + argc,
-                                 [](const char* arg) { return std::strcmp(arg, "--quick") == 0; });
-  char quick_min_time[] = "--benchmark_min_time=0.01";
-  std::vector<char*> args{argv[0]};
-  if (quick) args.push_back(quick_min_time);  // a flag given later overrides it
-  for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) != "--quick") args.push_back(argv[i]);
-  }
-  if (!sa::bench::initialize(args)) return 1;
-  register_benchmarks(quick);
-  sa::bench::add_provenance();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return failed_runs == 0 ? 0 : 1;
+  return sa::bench::run_main(argc, argv, register_benchmarks, &failed_runs);
 }

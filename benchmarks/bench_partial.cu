@@ -818,18 +818,6 @@ void register_all(const Sizes& sizes) {
 /// bench_partial [--quick] [Google Benchmark flags]: the published run, or with --quick small sizes
 /// and short runs (CTest's host.bench_partial_smoke). Exits non-zero when a run fails its checks.
 int main(int argc, char** argv) {
-  const bool quick = std::any_of(argv + 1, argv + argc,
-                                 [](const char* arg) { return std::strcmp(arg, "--quick") == 0; });
-  char quick_min_time[] = "--benchmark_min_time=0.01";
-  std::vector<char*> args{argv[0]};
-  if (quick) args.push_back(quick_min_time);  // a flag given later overrides it
-  for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) != "--quick") args.push_back(argv[i]);
-  }
-  if (!sa::bench::initialize(args)) return 1;
-  register_all(quick ? quick_sizes : full_sizes);
-  sa::bench::add_provenance();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return failed_runs == 0 ? 0 : 1;
+  return sa::bench::run_main(
+      argc, argv, [](bool quick) { register_all(quick ? quick_sizes : full_sizes); }, &failed_runs);
 }

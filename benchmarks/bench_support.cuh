@@ -178,13 +178,15 @@ class Raw {
 
 /**
  * @brief Times one call per iteration. On the cuda backend, with CUDA events on `stream`, which is
- *        idle at the start; on the host backend, whose device is CPU threads, with the host clock
- *        around the call and a synchronize of `stream`.
+ *        idle at the start (made on the stream's device, where CUDA records them); on the host
+ *        backend, whose device is CPU threads, with the host clock around the call and a
+ *        synchronize of `stream`.
  */
 class CallTimer {
  public:
   explicit CallTimer(StreamRef stream) : stream_(stream), cuda_(backend() == BackendKind::cuda) {
     if (!cuda_) return;
+    const DeviceGuard on_device(stream_device(stream));
     SMARTARRAY_CUDA_TRY(cudaEventCreate(&start_), "create a timing event");
     SMARTARRAY_CUDA_TRY(cudaEventCreate(&stop_), "create a timing event");
   }
@@ -199,10 +201,17 @@ class CallTimer {
   /// @brief One warm-up call, then one timed call per iteration.
   template <typename Call>
   void run(benchmark::State& state, Call&& call, std::size_t bytes_per_call = 0) {
+    run(state, [] {}, call, bytes_per_call);
+  }
+  /// @brief As above, with `prepare` run before each call (and the warm-up), untimed.
+  template <typename Prepare, typename Call>
+  void run(benchmark::State& state, Prepare&& prepare, Call&& call, std::size_t bytes_per_call) {
+    prepare();
     call();  // warm-up: first-touch allocations, module load
     synchronize_stream();
     const TransferStats before = global_transfer_stats();
     for (auto _ : state) {
+      prepare();
       state.SetIterationTime(cuda_ ? seconds_on_device(call) : seconds_on_host(call));
     }
     timed_transfers_ = global_transfer_stats() - before;
