@@ -267,8 +267,7 @@ void Runtime::destroy_stream(StreamRef stream) noexcept {
   do_destroy_stream(stream);
 }
 
-int Runtime::stream_device(StreamRef stream) {
-  if (device_count() == 1) return 0;
+int Runtime::stream_device_of_several(StreamRef stream) {
   if (stream.is_default()) return current_device();
   if (const int device = stream.default_of_device(); device >= 0) {
     check_device(device, "the default stream of a device");

@@ -214,8 +214,9 @@ std::byte* ArrayCore::acquire_locked(Transaction& transaction, Side side, Access
   }
   // A stream that the array remembers names its device (the default stream of the current one).
   // One-buffer arrays have one device place, whatever device uses them.
-  const StreamRef on = runtime().canonical(*stream);
-  const int device = one_buffer() ? 0 : runtime().stream_device(on);
+  Runtime& rt = runtime();
+  const StreamRef on = rt.canonical(*stream);
+  const int device = one_buffer() ? 0 : rt.stream_device(on);
   DeviceCopy& copy = device_copy(device);
   if (state_.size() == 0) {
     transaction.changed_nothing();

@@ -111,6 +111,7 @@ class CudaRuntime final : public Runtime {
     int count = 0;
     SMARTARRAY_CUDA_TRY(cudaGetDeviceCount(&count), "count the CUDA devices");
     devices_ = std::min(count, max_devices);
+    set_device_count(devices_);
     for (int d = 0; d < devices_; ++d) {
       cudaDeviceProp prop{};
       SMARTARRAY_CUDA_TRY(cudaGetDeviceProperties(&prop, d), "query device ", d);
@@ -136,7 +137,6 @@ class CudaRuntime final : public Runtime {
   }
 
   BackendKind kind() const noexcept override { return BackendKind::cuda; }
-  int device_count() const noexcept override { return devices_; }
   int current_device() const override {
     int device = 0;
     SMARTARRAY_CUDA_TRY(cudaGetDevice(&device), "query the current device");

@@ -123,6 +123,7 @@ class HostRuntime final : public Runtime {
         capacity_(env_number("SMARTARRAY_HOST_DEVICE_MEMORY", default_device_memory)),
         devices_(device_count_from_environment()),
         peer_access_(env_number("SMARTARRAY_HOST_PEER_ACCESS", 1) != 0) {
+    set_device_count(devices_);
     for (int device = 0; device < devices_; ++device) {
       DeviceProperties& properties = properties_[static_cast<std::size_t>(device)];
       properties.name = devices_ == 1
@@ -163,7 +164,6 @@ class HostRuntime final : public Runtime {
   HostRuntime& operator=(const HostRuntime&) = delete;
 
   [[nodiscard]] BackendKind kind() const noexcept override { return BackendKind::host; }
-  [[nodiscard]] int device_count() const noexcept override { return devices_; }
   [[nodiscard]] int current_device() const override { return current_device_of_thread; }
 
   void memory_info(int device, std::size_t& free_bytes, std::size_t& total_bytes) override {

@@ -58,7 +58,8 @@ class Runtime {
   [[nodiscard]] virtual BackendKind kind() const noexcept = 0;
 
   // --- devices ---
-  [[nodiscard]] virtual int device_count() const noexcept = 0;
+  /// Set once by the backend's constructor; read inline, since every acquire asks.
+  [[nodiscard]] int device_count() const noexcept { return device_count_; }
   /// The properties of `device`. @throws logic_error for an ordinal that is not a device.
   [[nodiscard]] const DeviceProperties& properties(int device) const;
   /// The properties of the current device (with one device, without asking which is current).
@@ -128,7 +129,9 @@ class Runtime {
   [[nodiscard]] StreamRef create_stream() { return create_stream(current_device()); }
   void destroy_stream(StreamRef stream) noexcept;
   /// The device `stream` lives on (0 with one device, without asking the backend).
-  [[nodiscard]] int stream_device(StreamRef stream);
+  [[nodiscard]] int stream_device(StreamRef stream) {
+    return device_count_ == 1 ? 0 : stream_device_of_several(stream);
+  }
   /// The default stream of `device`, named so that it stays that device's whatever device is
   /// current later; with one device, the plain default stream (`StreamRef{}`).
   [[nodiscard]] StreamRef default_stream(int device);
@@ -156,6 +159,8 @@ class Runtime {
   [[nodiscard]] virtual bool query(EventHandle event) = 0;
 
  protected:
+  /// The backend's number of devices, in [1, max_devices].
+  void set_device_count(int count) noexcept { device_count_ = count; }
   virtual void do_set_current_device(int device) = 0;
   virtual bool do_can_access_peer(int reader, int owner) = 0;
   [[nodiscard]] virtual const DeviceProperties& do_properties(int device) const noexcept = 0;
@@ -182,6 +187,12 @@ class Runtime {
   virtual void do_synchronize(StreamRef stream) = 0;
   virtual void do_synchronize_device() = 0;
   virtual void do_synchronize(EventHandle event) = 0;
+
+ private:
+  /// stream_device() with several devices.
+  [[nodiscard]] int stream_device_of_several(StreamRef stream);
+
+  int device_count_ = 1;
 };
 
 /// The active backend, selected on first use (see runtime.hpp).
