@@ -5,7 +5,8 @@
 //   device 1, which copies device 0's copy across, GPU to GPU;
 // - explicit: cudaMemcpyPeerAsync of the same bytes between two buffers, with peer access enabled
 //   as an expert enables it;
-// - smartarray_no_peer: as smartarray with peer access turned off (testing::set_peer_access_enabled),
+// - smartarray_no_peer: as smartarray with peer access turned off
+// (testing::set_peer_access_enabled),
 //   the fallback through the host copy: a copy down and one up.
 // Every call is timed with CUDA events on the stream of device 1. The smartarray contenders check
 // the library's counts of every call: one peer copy and no host copy (or, without peer access, one
@@ -15,8 +16,8 @@
 #include "bench_main.hpp"
 #include "bench_support.cuh"
 
-#include <smartarray/smartarray.hpp>
 #include <smartarray/diagnostics/testing.hpp>
+#include <smartarray/smartarray.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -50,8 +51,10 @@ bool need_two_devices(benchmark::State& state) {
 void check_copies(benchmark::State& state, const sa::TransferStats& made, bool peer) {
   const auto calls = static_cast<std::uint64_t>(state.iterations());
   const std::uint64_t host_copies = made.h2d_count + made.d2h_count;
-  state.counters["peer_per_call"] = static_cast<double>(made.d2d_peer_count) / static_cast<double>(calls);
-  state.counters["host_copies_per_call"] = static_cast<double>(host_copies) / static_cast<double>(calls);
+  state.counters["peer_per_call"] =
+      static_cast<double>(made.d2d_peer_count) / static_cast<double>(calls);
+  state.counters["host_copies_per_call"] =
+      static_cast<double>(host_copies) / static_cast<double>(calls);
   const bool expected = peer ? made.d2d_peer_count == calls && host_copies == 0
                              : made.d2d_peer_count == 0 && made.h2d_count == calls &&
                                    made.d2h_count == calls && made.staged_count == calls;
@@ -144,12 +147,18 @@ void register_benchmarks(bool quick) {
   for (const std::int64_t n : sizes) {
     benchmark::RegisterBenchmark("BM_peer_read/smartarray",
                                  [](benchmark::State& s) { smartarray_read(s, true); })
-        ->Arg(n)->UseManualTime()->Unit(benchmark::kMicrosecond);
+        ->Arg(n)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark("BM_peer_read/explicit", explicit_read)
-        ->Arg(n)->UseManualTime()->Unit(benchmark::kMicrosecond);
+        ->Arg(n)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark("BM_peer_read/smartarray_no_peer",
                                  [](benchmark::State& s) { smartarray_read(s, false); })
-        ->Arg(n)->UseManualTime()->Unit(benchmark::kMicrosecond);
+        ->Arg(n)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
   }
 }
 

@@ -182,12 +182,8 @@ TEST_F(MultiDevice, WithoutPeerAccessAReadAcrossDevicesGoesThroughTheHostCopy) {
   const sa::TransferStats device1_before = sa::device_transfer_stats(1);
   SmartArray<float> out(n);
   {
-    sa::ExpectTransfers expect({.h2d = 1,
-                                .d2h = 1,
-                                .h2d_bytes = bytes,
-                                .d2h_bytes = bytes,
-                                .d2d_peer = 0,
-                                .staged = 1});
+    sa::ExpectTransfers expect(
+        {.h2d = 1, .d2h = 1, .h2d_bytes = bytes, .d2h_bytes = bytes, .d2d_peer = 0, .staged = 1});
     copy_on_device(out, a, s1_);
   }
   // The copy down counts on device 0, the copy up and the staged read on device 1.
@@ -306,10 +302,11 @@ TEST_F(MultiDevice, AppendsAfterBothDevicesHoldTheArrayCopyOnlyTheTail) {
   }
   {
     // Device 1 takes the tail from the host; device 0 from device 1 when it can reach it.
-    sa::ExpectTransfers expect(
-        peers() ? sa::Transfers{.h2d = 1, .h2d_bytes = tail_bytes, .d2d_peer = 1,
-                                .d2d_peer_bytes = tail_bytes}
-                : sa::Transfers{.h2d = 2, .h2d_bytes = 2 * tail_bytes});
+    sa::ExpectTransfers expect(peers() ? sa::Transfers{.h2d = 1,
+                                                       .h2d_bytes = tail_bytes,
+                                                       .d2d_peer = 1,
+                                                       .d2d_peer_bytes = tail_bytes}
+                                       : sa::Transfers{.h2d = 2, .h2d_bytes = 2 * tail_bytes});
     touch_on(a, s1_);
     touch_on(a, s0_);
   }
@@ -411,8 +408,7 @@ TEST_F(MultiDevice, BadDevicesAreRefusedByName) {
     const sa::Stream nowhere(Device{count});
     ADD_FAILURE() << "a stream on a device that does not exist";
   } catch (const sa::logic_error& error) {
-    EXPECT_NE(std::string(error.what()).find("device " + std::to_string(count)),
-              std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("device " + std::to_string(count)), std::string::npos)
         << error.what();
   }
   EXPECT_THROW(sa::set_current_device(Device{-1}), sa::logic_error);

@@ -200,7 +200,9 @@ class CudaRuntime final : public Runtime {
   void destroy_event(EventHandle event) noexcept override {
     std::unique_ptr<CudaEvent> owned(&to_cuda(event));
     for (cudaEvent_t per_device : owned->per_device) {
-      if (per_device != nullptr) SMARTARRAY_CUDA_LOG(cudaEventDestroy(per_device), "destroy an event");
+      if (per_device != nullptr) {
+        SMARTARRAY_CUDA_LOG(cudaEventDestroy(per_device), "destroy an event");
+      }
     }
   }
   void record(EventHandle event, StreamRef stream) override {
@@ -222,7 +224,8 @@ class CudaRuntime final : public Runtime {
     if (waited.recorded < 0) return;  // never recorded: nothing to wait for
     const OnStream on(stream);
     SMARTARRAY_CUDA_TRY(
-        cudaStreamWaitEvent(on.get(), waited.per_device[static_cast<std::size_t>(waited.recorded)], 0),
+        cudaStreamWaitEvent(on.get(), waited.per_device[static_cast<std::size_t>(waited.recorded)],
+                            0),
         "make stream ", stream.handle(), " wait on an event");
   }
   bool query(EventHandle event) override {
@@ -393,7 +396,8 @@ class CudaRuntime final : public Runtime {
   void enable_peer_access(int a, int b) {
     std::lock_guard lock(peer_mutex_);
     for (const auto& [reader, owner] : {std::pair{a, b}, std::pair{b, a}}) {
-      bool& enabled = peer_enabled_[static_cast<std::size_t>(reader)][static_cast<std::size_t>(owner)];
+      bool& enabled =
+          peer_enabled_[static_cast<std::size_t>(reader)][static_cast<std::size_t>(owner)];
       if (enabled || !do_can_access_peer(reader, owner)) continue;
       const DeviceScope scope(reader);
       const cudaError_t status = cudaDeviceEnablePeerAccess(owner, 0);

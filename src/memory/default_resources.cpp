@@ -31,7 +31,8 @@ PoolOptions pool_options(std::size_t max_chunk_size, std::string name) {
 /// One raw upstream, its pool and the statistics over it, built together.
 template <typename Upstream>
 struct PooledStack {
-  PooledStack(Upstream raw, PoolOptions options) : upstream(raw), pool(upstream, std::move(options)) {}
+  PooledStack(Upstream raw, PoolOptions options)
+      : upstream(raw), pool(upstream, std::move(options)) {}
   Upstream upstream;
   PoolResource pool;
   StatisticsAdaptor statistics{pool};

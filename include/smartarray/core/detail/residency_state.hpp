@@ -240,7 +240,9 @@ class ResidencyState {
   /// `size` bytes valid on device `device` only.
   [[nodiscard]] static constexpr ResidencyState device_only(std::size_t size, int device = 0) {
     ResidencyState state = host_only(size);
-    if (size > 0) state.runs_ = two_runs(static_cast<Holder>(Place(Side::device, device).bit()), size);
+    if (size > 0) {
+      state.runs_ = two_runs(static_cast<Holder>(Place(Side::device, device).bit()), size);
+    }
     return state;
   }
   /// `size` bytes never written (see the file comment).
