@@ -473,9 +473,14 @@ void launch_kernel(const void* kernel, dim3 grid, dim3 block, std::size_t shared
       },
       parameters);
   const DeviceGuard on_device(stream_device(stream));
-  check_launch(cudaLaunchKernel(kernel, grid, block, pointers.data(), shared_bytes,
-                                stream.cuda_stream()),
-               grid, block, shared_bytes, stream);
+  // A device's named default stream is its legacy default stream, now that the device is current
+  // (StreamRef::cuda_stream(), which a file compiled without nvcc may not have: it depends on
+  // cuda_runtime_api.h coming before stream.hpp).
+  const cudaStream_t on = stream.default_of_device() >= 0
+                              ? cudaStreamLegacy
+                              : static_cast<cudaStream_t>(stream.handle());
+  check_launch(cudaLaunchKernel(kernel, grid, block, pointers.data(), shared_bytes, on), grid,
+               block, shared_bytes, stream);
 }
 
 }  // namespace detail
