@@ -94,7 +94,12 @@ void ArrayCore::carry_out(const CopyPlan& plan, std::byte* dst, int device,
   for (const PlannedCopy& copy : plan.copies()) {
     if (copy.to == Side::device) continue;
     const StorageContext from = context(up ? staged : reason, where, copy.device);
-    strategy().to_host(from, dst, copy.range, stream_from(copy.device, stream));
+    const StreamRef on = stream_from(copy.device, stream);
+    // An upload to another device may still read the bytes that this copy writes into the host
+    // buffer: they were the host's when it started, and only that device's work was ordered
+    // after it. (With one device, the write that made them stale there was ordered after it.)
+    if (more_devices_ != nullptr && dst == buffers_.host) host_order().order_after_host_readers(on);
+    strategy().to_host(from, dst, copy.range, on);
     if (up) {
       emit_transfer({TransferKind::staged, copy.range.size(), staged, id(), trace_label(), where,
                      static_cast<std::int16_t>(device), static_cast<std::int16_t>(copy.device)},

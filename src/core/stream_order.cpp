@@ -84,6 +84,12 @@ void StreamOrder::wait_host_readers() {
   host_read_end_ = 0;
 }
 
+void StreamOrder::order_after_host_readers(StreamRef stream) const {
+  for (const PendingCopy& copy : host_readers_) {
+    if (copy.stream != stream) runtime().stream_wait(stream, copy.event);
+  }
+}
+
 void StreamOrder::wait_every_device_use() {
   forget_retired();
   while (!users_.empty()) {

@@ -110,6 +110,9 @@ class StreamOrder {
   /// The host waits for the copies still reading the host buffer. Each is dropped once done, so
   /// that a failed wait leaves the rest tracked.
   void wait_host_readers();
+  /// Makes `stream` wait for the copies still reading the host buffer, before it writes there (the
+  /// host does not block).
+  void order_after_host_readers(StreamRef stream) const;
   /// One buffer that both sides address: the host waits for every device use of it.
   void wait_every_device_use();
   /// True when exactly one copy reads the host buffer.
