@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <future>
 #include <string>
@@ -216,6 +217,26 @@ TEST_F(MultiDevice, AnArrayMadeOnADeviceGetsAHostBufferForAReadStagedThroughIt) 
   for (std::size_t i = 0; i < n; ++i) want[i] = 2 * values[i];
   sa::ExpectTransfers none({});
   EXPECT_EQ(host_copy(doubled), want);
+}
+
+TEST_F(MultiDevice, ACopyDownWaitsForAnUploadToAnotherDeviceThatStillReadsTheHostCopy) {
+  const auto values = random_values<float>(n);
+  SmartArray<float> a(values);
+  SmartArray<float> out0(n);
+  // Device 0 reads the array: its upload waits behind the gate, still to read the host copy.
+  std::promise<void> gate = sa::test::gate(s0_);
+  copy_on_device(out0, a, s0_);
+  // Device 1 then overwrites it (nothing of device 0's is ordered before that), and the host
+  // reads it: the copy down into the host buffer must wait for device 0's upload.
+  const float later = sa::test::random_value<float>();
+  sa::test::fill_on_device(a, later, s1_);
+  auto host_read = std::async(std::launch::async, [&] { return host_copy(a); });
+  const bool read_before_upload =
+      host_read.wait_for(std::chrono::milliseconds(200)) == std::future_status::ready;
+  gate.set_value();
+  EXPECT_FALSE(read_before_upload);
+  EXPECT_EQ(host_read.get(), std::vector<float>(n, later));
+  EXPECT_EQ(host_copy(out0), values);  // device 0 read the values of its time
 }
 
 TEST_F(MultiDevice, TwoStreamsOnTwoDevicesInAChainWaitOnEventsNotOnTheHost) {
