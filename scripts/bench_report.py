@@ -141,6 +141,11 @@ def short_n(n):
     return f"{mantissa}e{int(exponent)}"
 
 
+def sized_cells(cells):
+    """[(n, text), ...] as "text / text (n / n)", the sizes written short."""
+    return " / ".join(c for _, c in cells) + " (" + " / ".join(short_n(n) for n, _ in cells) + ")"
+
+
 def table(header, rows, align=None):
     align = align or ["---"] + ["---:"] * (len(header) - 1)
     out = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
@@ -798,7 +803,7 @@ def partial_ratio(res, workload):
         cells.append((n, f"{ratio:.3f}x" if ratio <= limit else f"**{ratio:.3f}x**"))
     if not cells:
         return None
-    return (" / ".join(c for _, c in cells) + " (" + " / ".join(short_n(n) for n, _ in cells) + ")",
+    return (sized_cells(cells),
             ok, source)
 
 
@@ -826,7 +831,7 @@ def out_of_core_bandwidth(res):
         cells.append((int(key[0]), cell if fraction >= OUT_OF_CORE_BANDWIDTH else f"**{cell}**"))
     if not cells:
         return None
-    return (" / ".join(c for _, c in cells) + " (" + " / ".join(short_n(n) for n, _ in cells) + ")",
+    return (sized_cells(cells),
             ok, f"{source}.json")
 
 
@@ -852,8 +857,7 @@ def multi_gpu_ratio(res):
         return None
     round_trips = sorted(set(host.values()))
     ok = ok and round_trips == [0]
-    return (" / ".join(c for _, c in cells) + " (" + " / ".join(short_n(n) for n, _ in cells) +
-            f"), host copies per call {round_trips}", ok, f"{source}.json")
+    return (f"{sized_cells(cells)}, host copies per call {round_trips}", ok, f"{source}.json")
 
 
 def headline_copies(res):

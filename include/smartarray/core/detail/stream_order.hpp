@@ -65,10 +65,6 @@ class StreamOrder {
 
   /// The last device writer, unless its stream retired since this tracker last checked.
   [[nodiscard]] std::optional<StreamRef> live_writer() const;
-  /// The stream that copies for the host by default: the last device writer's (or the default).
-  [[nodiscard]] StreamRef writer_or_default() const noexcept {
-    return writer_.value_or(StreamRef{});
-  }
   /// True when an access on `stream` is already ordered: a reader when `stream` uses the device
   /// copy after its last writer, a writer when `stream` is the only user and the writer.
   [[nodiscard]] bool already_ordered(Access access, StreamRef stream) const noexcept {
