@@ -8,11 +8,17 @@
 # provenance of bench_main.hpp), and the console output of each next to them or in ${LOG_DIR};
 # scripts/bench_report.py reports the median of each contender's repetitions and the ratios of the
 # medians. scripts/gpu_check.sh runs it after the benchmarks.
-#   bash scripts/bench_targets.sh [BUILD_DIR]      (default build-gpu; run on a GPU machine)
+#   bash scripts/bench_targets.sh [BUILD_DIR [SET...]]  (default build-gpu and every set; run on
+#                                                        a GPU machine)
+#   SET: pipelines, modes, partial, multi_gpu (the JSON names without targets_)
 #   REPS=9  TARGET_MIN_TIME=0.1  OUT_DIR=gpu-out  LOG_DIR=${OUT_DIR}  BENCH_BACKEND=cuda
+# bench_partial's calls of milliseconds run at least 1 s per repetition whatever TARGET_MIN_TIME
+# says (long_call_min_time there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build-gpu}"
+[ $# -gt 0 ] && shift
+sets=("$@")
 out="${OUT_DIR:-gpu-out}"
 logs="${LOG_DIR:-${out}}"
 reps="${REPS:-9}"
@@ -20,6 +26,7 @@ min_time="${TARGET_MIN_TIME:-0.1}"
 mkdir -p "${out}" "${logs}"
 status=0
 run() {  # binary, filter, json name
+  if [ ${#sets[@]} -gt 0 ] && [[ ! " ${sets[*]} " =~ " ${3#targets_} " ]]; then return 0; fi
   SMARTARRAY_BACKEND="${BENCH_BACKEND:-cuda}" "${build}/benchmarks/$1" --benchmark_filter="$2" \
     --benchmark_repetitions="${reps}" --benchmark_enable_random_interleaving=true \
     --benchmark_min_time="${min_time}" --benchmark_report_aggregates_only=false \
