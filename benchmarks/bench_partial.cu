@@ -16,9 +16,10 @@
 // - slice_read: the host then reads 1000 elements from the middle. explicit: one 4000-byte D2H
 //   copy; smartarray: the host view of `a.slice(n / 2, 1000)` for reading, which copies the same
 //   4000 bytes. n = 1.6e7; target: at most 1.2x.
-// - range_for: the host then sums the whole array in a range-for. explicit: a D2H copy of the
-//   array into pinned memory and the same loop over it; smartarray: `for (float x :
-//   std::as_const(a))`, one D2H copy of the array. n = 1.6e7; target: at most 1.05x.
+// - range_for: the host then sums the whole array in a range-for (the elements' bit patterns, in
+//   integers: a loop at the speed of memory). explicit: a D2H copy of the array into pinned
+//   memory and the same loop over it; smartarray: `for (float x : std::as_const(a))`, one D2H
+//   copy of the array. n = 1.6e7; target: at most 1.05x.
 // - copy_latency/<bytes> (explicit only): one D2H copy of 4 B to 4 MiB into pinned memory and a
 //   synchronize. Its time per copy and bytes per second show where a copy's fixed cost meets its
 //   transfer time.
@@ -56,6 +57,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -426,12 +428,14 @@ class SliceReadSmart final : public SliceRead {
 // --- range_for -----------------------------------------------------------------------------------
 
 /// The host loop of range_for, one function for both contenders, so that both run the same code
-/// over their ranges. Double: a float sum of 1.6e7 values near 1.5 passes 2^24, past which a
-/// float cannot add them exactly.
+/// over their ranges: the sum of the elements' bit patterns. Integer additions have no order, so
+/// the loop runs at the speed of memory (the compiler vectorizes it). A sum of the floats
+/// themselves is one chain of dependent additions, 4 cycles per element: 15-22 ms of the call at
+/// 1.6e7 that moved with the VM's clock, which was 0.84x-1.09x of explicit from run to run.
 template <typename Range>
-[[gnu::noinline]] double range_for_sum(const Range& range) {
-  double sum = 0;
-  for (float x : range) sum += x;
+[[gnu::noinline]] std::uint64_t range_for_sum(const Range& range) {
+  std::uint64_t sum = 0;
+  for (float x : range) sum += std::bit_cast<std::uint32_t>(x);
   return sum;
 }
 
@@ -440,17 +444,17 @@ class RangeFor : public Contender {
  public:
   using Contender::Contender;
 
-  /// The sum of the last call's values in the same order: the same double additions, so equal.
+  /// The sum of the bit patterns of the last call's values.
   std::string check() override {
-    double expected = 0;
-    for (std::size_t i = 0; i < n_; ++i) expected += value_at(i, call_);
+    std::uint64_t expected = 0;
+    for (std::size_t i = 0; i < n_; ++i) expected += std::bit_cast<std::uint32_t>(value_at(i, call_));
     if (sum_ == expected) return {};
     return "the host's sum is " + std::to_string(sum_) + ", the values call " +
            std::to_string(call_) + " wrote sum to " + std::to_string(expected);
   }
 
  protected:
-  double sum_ = 0;
+  std::uint64_t sum_ = 0;
 };
 
 class RangeForExplicit final : public RangeFor {
@@ -792,11 +796,9 @@ const Sizes quick_sizes{{"scalar_read", {10'000, 100'000}},
                         {"pinned_duplex", {1 << 21}},
                         {"copy_latency", {4, 64 << 10}}};
 
-/// The workloads whose calls take milliseconds (range_for's host loop 15-20 ms, out_of_core and
-/// its bandwidth bounds 20-25 ms) run at least this long per repetition in the published run,
-/// whatever --benchmark_min_time says: at the scripts' 0.1-0.2 s a repetition averaged 4-12
-/// calls, and on the H100 VM one range_for call took 14.5-25 ms (the host loop on a shared core),
-/// so that the median of 9 interleaved repetitions moved by 0.1x from run to run.
+/// The workloads whose calls take milliseconds (range_for, out_of_core and its bandwidth bounds,
+/// 20-25 ms) run at least this long per repetition in the published run, whatever
+/// --benchmark_min_time says: at the scripts' 0.1-0.2 s a repetition averages only 4-12 calls.
 constexpr double long_call_min_time = 1.0;
 const std::set<std::string> long_calls{"range_for", "out_of_core", "pinned_h2d", "pinned_duplex"};
 
