@@ -10,8 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -108,6 +110,11 @@ TEST(ElementAccess, AWriteMarksOnlyItsTileStaleOnTheDevice) {
 }
 
 TEST(ElementAccess, AHostWriteAfterTheUploadOfItsTileDoesNotWaitNorChangeWhatWentUp) {
+  const char* batched = std::getenv("SMARTARRAY_BATCHED_UPLOADS");
+  if (batched != nullptr && std::string_view(batched) == "0") {
+    GTEST_SKIP() << "SMARTARRAY_BATCHED_UPLOADS=0: small uploads take the asynchronous path, "
+                    "whose event a later host writer waits for";
+  }
   const auto values = random_values<float>(n);
   SmartArray<float> a(values);
   sa::Stream stream;

@@ -11,8 +11,6 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
-#include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,18 +18,6 @@
 
 namespace smartarray::detail {
 namespace {
-
-/// False under SMARTARRAY_BATCHED_UPLOADS=0: small uploads then take the asynchronous path with
-/// its event. compute-sanitizer's initcheck (CUDA 13.0) does not see a cudaMemcpyBatchAsync write
-/// its destination, and reports every read of those bytes as uninitialized;
-/// scripts/compute_sanitizer.sh sets it for initcheck.
-bool batched_uploads() {
-  static const bool enabled = [] {
-    const char* setting = std::getenv("SMARTARRAY_BATCHED_UPLOADS");
-    return setting == nullptr || std::strcmp(setting, "0") != 0;
-  }();
-  return enabled;
-}
 
 cudaMemcpyKind to_cuda(CopyKind kind) noexcept {
   switch (kind) {
@@ -324,7 +310,7 @@ class CudaRuntime final : public Runtime {
   bool do_copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream) override {
 #if CUDART_VERSION >= 12080
     // cudaMemcpyBatchAsync rejects the legacy default stream.
-    if (!batched_uploads() || stream.is_default() || stream.default_of_device() >= 0 ||
+    if (stream.is_default() || stream.default_of_device() >= 0 ||
         static_cast<cudaStream_t>(stream.handle()) == cudaStreamLegacy) {
       return false;
     }
