@@ -447,7 +447,9 @@ class RangeFor : public Contender {
   /// The sum of the bit patterns of the last call's values.
   std::string check() override {
     std::uint64_t expected = 0;
-    for (std::size_t i = 0; i < n_; ++i) expected += std::bit_cast<std::uint32_t>(value_at(i, call_));
+    for (std::size_t i = 0; i < n_; ++i) {
+      expected += std::bit_cast<std::uint32_t>(value_at(i, call_));
+    }
     if (sum_ == expected) return {};
     return "the host's sum is " + std::to_string(sum_) + ", the values call " +
            std::to_string(call_) + " wrote sum to " + std::to_string(expected);
@@ -831,5 +833,6 @@ void register_all(const Sizes& sizes, bool quick) {
 /// and short runs (CTest's host.bench_partial_smoke). Exits non-zero when a run fails its checks.
 int main(int argc, char** argv) {
   return sa::bench::run_main(
-      argc, argv, [](bool quick) { register_all(quick ? quick_sizes : full_sizes, quick); }, &failed_runs);
+      argc, argv, [](bool quick) { register_all(quick ? quick_sizes : full_sizes, quick); },
+      &failed_runs);
 }

@@ -90,7 +90,8 @@ for tool in ${tools}; do
          [ "${tool}" = initcheck ] &&
            args=("--gtest_filter=${INITCHECK_GTEST_FILTER:-${gated}:${deaths}}") ;;
     esac
-    timeout "${limit}" env "${tool_env[@]}" compute-sanitizer "${options[@]}" "${binary}" "${args[@]}" > "${log}" 2>&1
+    timeout "${limit}" env "${tool_env[@]}" compute-sanitizer "${options[@]}" "${binary}" \
+      "${args[@]}" > "${log}" 2>&1
     rc=$?
     ran=$((ran + 1))
     # One summary per process (a death test forks): add them up. racecheck counts its hazards in
