@@ -6,8 +6,8 @@
 // - explicit: cudaMemcpyPeerAsync of the same bytes between two buffers, with peer access enabled
 //   as an expert enables it;
 // - smartarray_no_peer: as smartarray with peer access turned off
-// (testing::set_peer_access_enabled),
-//   the fallback through the host copy: a copy down and one up.
+//   (testing::set_peer_access_enabled), the fallback through the host copy: a copy down and one
+//   up.
 // Every call is timed with CUDA events on the stream of device 1. The smartarray contenders check
 // the library's counts of every call: one peer copy and no host copy (or, without peer access, one
 // down and one up), reported as the counters peer_per_call and host_copies_per_call. With one

@@ -803,8 +803,7 @@ def partial_ratio(res, workload):
         cells.append((n, f"{ratio:.3f}x" if ratio <= limit else f"**{ratio:.3f}x**"))
     if not cells:
         return None
-    return (sized_cells(cells),
-            ok, source)
+    return sized_cells(cells), ok, source
 
 
 def out_of_core_bandwidth(res):
@@ -831,8 +830,7 @@ def out_of_core_bandwidth(res):
         cells.append((int(key[0]), cell if fraction >= OUT_OF_CORE_BANDWIDTH else f"**{cell}**"))
     if not cells:
         return None
-    return (sized_cells(cells),
-            ok, f"{source}.json")
+    return sized_cells(cells), ok, f"{source}.json"
 
 
 def multi_gpu_ratio(res):
