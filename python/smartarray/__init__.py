@@ -9,20 +9,25 @@ import contextlib
 import numpy as np
 
 from . import _ext
-from ._array import (DeviceArrayView, SmartArray, asarray, backend, from_dlpack)
+from ._array import SmartArray, backend
+from ._devices import (Device, device_count, device_name, device_transfer_stats,
+                       get_current_device, gpus, select_device)
 from ._dtypes import SUPPORTED as supported_dtypes
 from ._dtypes import check_dtype as _check_dtype
+from ._interop import asarray, from_dlpack
 from ._streams import forget_stream, forget_unused_streams, stream_handle
+from ._views import DeviceArrayView
 
 __all__ = [
     "SmartArray", "DeviceArrayView", "asarray", "from_dlpack", "backend", "to_device",
     "device_array", "device_array_like", "pinned_array", "mapped_array", "transfer_stats",
     "expect_transfers", "TransferMismatch", "synchronize", "synchronize_device", "trace_enabled",
     "stream_handle", "forget_stream", "forget_unused_streams", "supported_dtypes", "device_name",
+    "Device", "gpus", "select_device", "get_current_device", "device_count",
+    "device_transfer_stats",
 ]
 __version__ = "0.1.0"
 
-device_name = _ext.device_name
 synchronize_device = _ext.synchronize_device
 trace_enabled = _ext.trace_enabled
 
@@ -34,13 +39,14 @@ def synchronize(stream=0):
 
 # --- Numba's cuda memory API ---------------------------------------------------------------------
 
-def to_device(obj, stream=0, copy=True, to=None):
+def to_device(obj, stream=0, copy=True, to=None, device=None):
     """Numba's ``cuda.to_device(obj, stream=0, copy=True, to=None)``: a SmartArray valid on the
-    device and on the host (one H2D on `stream`). With `to`, `obj` is copied into that array."""
+    device (the current one, `stream`'s, or `device`) and on the host (one H2D on `stream`). With
+    `to`, `obj` is copied into that array."""
     if to is not None:
-        to.copy_to_device(obj, stream=stream)
+        to.copy_to_device(obj, stream=stream, device=device)
         return to
-    return SmartArray(obj, copy=copy, where="gpu", stream=stream)
+    return SmartArray(obj, copy=copy, where="gpu", stream=stream, device=device)
 
 
 def _shaped(shape, dtype, strides, order):
@@ -60,18 +66,19 @@ def _order_of_strides(shape, strides, itemsize):
     return _contiguous_order(_normalize_shape(shape), tuple(strides), itemsize)
 
 
-def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
-    """Numba's ``cuda.device_array``: uninitialized, valid on the device only (no host memory
-    until the host needs it)."""
+def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0, device=None):
+    """Numba's ``cuda.device_array``: uninitialized, valid on the device only (the current one,
+    `stream`'s, or `device`; no host memory until the host needs it)."""
     order = _shaped(shape, dtype, strides, order)
-    return SmartArray(shape=shape, dtype=dtype, order=order, where="gpu", stream=stream)
+    return SmartArray(shape=shape, dtype=dtype, order=order, where="gpu", stream=stream,
+                      device=device)
 
 
-def device_array_like(ary, stream=0):
+def device_array_like(ary, stream=0, device=None):
     """Numba's ``cuda.device_array_like(ary)``: same shape, dtype and order; device-only."""
     order = "F" if (getattr(ary, "flags", None) is not None and ary.flags.f_contiguous and
                     not ary.flags.c_contiguous) else getattr(ary, "_order", "C")
-    return device_array(ary.shape, ary.dtype, order=order, stream=stream)
+    return device_array(ary.shape, ary.dtype, order=order, stream=stream, device=device)
 
 
 def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
@@ -107,7 +114,9 @@ def _init_empty(out, shape, dtype, order, mode, **kw):
 
 def transfer_stats():
     """The process-wide transfer counters (a dict: h2d_count, h2d_bytes, d2h_count, d2h_bytes,
-    d2d_count, d2d_bytes, prefetch_*, allocation_*, wait_count)."""
+    d2d_count, d2d_bytes, d2d_peer_count, d2d_peer_bytes, staged_count, staged_bytes,
+    prefetch_*, allocation_*, wait_count): a peer copy (device to device across devices) counts as
+    d2d_peer, a read across devices without peer access as one D2H, one H2D and one staged."""
     return _ext._global_transfer_stats()
 
 
@@ -116,7 +125,8 @@ class TransferMismatch(AssertionError):
 
 
 @contextlib.contextmanager
-def expect_transfers(h2d=0, d2h=0, d2d=0, *, h2d_bytes=None, d2h_bytes=None, d2d_bytes=None,
+def expect_transfers(h2d=0, d2h=0, d2d=0, *, d2d_peer=0, staged=0, h2d_bytes=None,
+                     d2h_bytes=None, d2d_bytes=None, d2d_peer_bytes=None, staged_bytes=None,
                      array=None):
     """C++'s ExpectTransfers: the block must make exactly these copies (process-wide, or of
     `array`'s own counters); bytes are checked when given. Raises TransferMismatch naming the
@@ -130,9 +140,11 @@ def expect_transfers(h2d=0, d2h=0, d2d=0, *, h2d_bytes=None, d2h_bytes=None, d2d
 
     yield observed
     got = observed()
-    expected = {"h2d_count": h2d, "d2h_count": d2h, "d2d_count": d2d}
+    expected = {"h2d_count": h2d, "d2h_count": d2h, "d2d_count": d2d,
+                "d2d_peer_count": d2d_peer, "staged_count": staged}
     for key, value in (("h2d_bytes", h2d_bytes), ("d2h_bytes", d2h_bytes),
-                       ("d2d_bytes", d2d_bytes)):
+                       ("d2d_bytes", d2d_bytes), ("d2d_peer_bytes", d2d_peer_bytes),
+                       ("staged_bytes", staged_bytes)):
         if value is not None:
             expected[key] = value
     wrong = {k: (v, got[k]) for k, v in expected.items() if got[k] != v}

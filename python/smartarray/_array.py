@@ -7,30 +7,23 @@ the buffer protocol; the device side through ``gpu()``, ``__cuda_array_interface
 """
 import math
 import operator
-import os
-import sys
 
 import numpy as np
 
-from . import _ext
-from ._dtypes import buffer_format, check_dtype, dlpack_code, from_dlpack_code
-from ._streams import cai_stream, from_protocol_stream, stream_handle
+from . import _ext, _interop
+from ._devices import creation_stream, current_or
+from ._dtypes import buffer_format, check_dtype, dlpack_code
+from ._numba import NumbaType, ensure_hooks
+from ._streams import stream_handle
+from ._views import DeviceArrayView, device_object, ndarray_at, numba_device_array
 
 READ, READ_WRITE, DISCARD = 0, 1, 2
-_kDLCPU, _kDLCUDA, _kDLCUDAHost, _kDLCUDAManaged = 1, 2, 3, 13
 
 
 def backend():
     """'cuda' on a machine with a usable GPU, else 'host' (the emulated device);
     SMARTARRAY_BACKEND=host|cuda chooses."""
     return _ext.backend()
-
-
-def _no_gpu_error(what):
-    return AttributeError(
-        f"{what}: the smartarray host backend has no GPU (its 'device' copy is a separate host "
-        "allocation), so there is no CUDA device pointer to export; run on a machine with a GPU, "
-        "or use host(), np.asarray() or __dlpack__ for the data")
 
 
 def _layout(shape, itemsize, order):
@@ -71,124 +64,6 @@ def _contiguous_order(shape, strides, itemsize):
     return "F" if f else None
 
 
-class _Raw:
-    """An object with ``__array_interface__`` over raw host memory, keeping `owner` alive."""
-
-    __slots__ = ("__array_interface__", "owner")
-
-    def __init__(self, ptr, shape, strides, dtype, readonly, owner):
-        self.__array_interface__ = {
-            "version": 3, "shape": shape, "typestr": dtype.str, "descr": dtype.descr,
-            "data": (ptr, readonly), "strides": strides,
-        }
-        self.owner = owner
-
-
-def _ndarray_at(ptr, shape, strides, dtype, readonly, owner):
-    if math.prod(shape) == 0:
-        return np.empty(shape, dtype)
-    return np.asarray(_Raw(ptr, shape, strides, dtype, readonly, owner))
-
-
-class DeviceArrayView:
-    """The device copy of a SmartArray, as ``gpu()`` returns it: a CAI v3 producer that Numba
-    kernels, CuPy and PyTorch accept. It does not own memory: it keeps its SmartArray alive and is
-    valid until the next acquire of that array (a host access may replace the device copy)."""
-
-    def __init__(self, owner, ptr, stream, readonly):
-        self._owner = owner
-        self._ptr = ptr
-        self._stream = stream
-        self.readonly = readonly
-        self.shape = owner.shape
-        self.strides = owner.strides
-        self.dtype = owner.dtype
-        self.size = owner.size
-        self.ndim = owner.ndim
-
-    @property
-    def device_ctypes_pointer(self):
-        return self._ptr
-
-    @property
-    def __cuda_array_interface__(self):
-        if _ext.backend() != "cuda":
-            raise _no_gpu_error("DeviceArrayView.__cuda_array_interface__")
-        o = self._owner
-        return {
-            "shape": o.shape, "typestr": o.dtype.str, "descr": o.dtype.descr,
-            "data": (self._ptr, self.readonly), "version": 3,
-            "strides": None if o._order == "C" else o.strides,
-            "stream": cai_stream(self._stream),
-        }
-
-    def copy_to_host(self, out=None, stream=0):
-        return self._owner.copy_to_host(out, stream)
-
-    def emulated_ndarray(self):
-        """Host backend only: the emulated device copy as a NumPy array (after waiting for the
-        emulated device), so that tests can play a kernel that writes the device copy."""
-        if _ext.backend() != "host":
-            raise RuntimeError("emulated_ndarray(): only on the host backend (this is a real GPU)")
-        _ext.synchronize_device()
-        o = self._owner
-        return _ndarray_at(self._ptr, o.shape, o.strides, o.dtype, self.readonly, self)
-
-    def __repr__(self):
-        return (f"<smartarray.DeviceArrayView shape={self.shape} dtype={self.dtype} "
-                f"readonly={self.readonly} of {self._owner._name()}>")
-
-
-def _numba_fast_path():
-    """numba.cuda when gpu() should hand Numba its own DeviceNDArray (already imported, cuda
-    backend, not disabled with SMARTARRAY_NUMBA_DEVICE_ARRAY=0), else None."""
-    cuda = sys.modules.get("numba.cuda")
-    if cuda is None or _ext.backend() != "cuda":
-        return None
-    if os.environ.get("SMARTARRAY_NUMBA_DEVICE_ARRAY", "1") == "0":
-        return None
-    return cuda
-
-
-def _device_object(owner, ptr, handle, readonly):
-    """The object that gpu() and device_view() return.
-
-    When Numba is imported and the acquire ran on the default stream, a Numba DeviceNDArray over
-    the device copy: Numba types its own arrays at once at kernel launch, while every foreign CAI
-    object costs it a DeviceNDArray built from the dict on each launch (about 0.1 ms an argument).
-    It is made once per device pointer and cached on the array (for read and write acquires alike:
-    Numba's device arrays carry no read-only flag), so a resident array costs one dict lookup per
-    call. The default stream orders Numba's default-stream launches after the acquire. Otherwise a
-    DeviceArrayView (CAI v3 with the acquire's stream, which consumers wait for)."""
-    if handle == 0:
-        cache = owner.__dict__.get("_numba_cache")
-        if cache is not None and cache[0] == ptr:
-            return cache[1]
-        cuda = _numba_fast_path()
-        if cuda is not None:
-            dev = cuda.as_cuda_array(_CaiCarrier(owner, ptr), sync=False)
-            owner._numba_cache = (ptr, dev)
-            return dev
-    return DeviceArrayView(owner, ptr, handle, readonly)
-
-
-class _CaiCarrier:
-    """The CAI of a device copy for Numba's as_cuda_array. It keeps the C++ array alive but not
-    the Python SmartArray, which caches the Numba array made from it: no reference cycle, so the
-    device memory goes back to the pool as soon as the last reference goes, not at a GC pass."""
-
-    __slots__ = ("__cuda_array_interface__", "_core")
-
-    def __init__(self, owner, ptr):
-        self._core = _ext._Core()
-        self._core._share(owner)
-        self.__cuda_array_interface__ = {
-            "shape": owner.shape, "typestr": owner.dtype.str, "descr": owner.dtype.descr,
-            "data": (ptr, False), "version": 3,
-            "strides": None if owner._order == "C" else owner.strides, "stream": None,
-        }
-
-
 class SmartArray(_ext._Core):
     """Numba's ``SmartArray(obj=None, copy=True, shape=None, dtype=None, order=None, where='host')``.
 
@@ -200,10 +75,13 @@ class SmartArray(_ext._Core):
     - ``where``: 'host' (valid on the host) or 'gpu' (also uploaded: one H2D; with no obj,
       device-only). On the host backend 'gpu' means the emulated device.
     - ``mode`` (extension): 'explicit' (default), 'pageable', 'mapped' or 'managed'.
+    - ``device`` (extension): the device that ``where='gpu'`` puts the data on (default: the
+      current one, or the device of ``stream``). Later device accesses without a stream use the
+      device current at that time.
     """
 
     def __init__(self, obj=None, copy=True, shape=None, dtype=None, order=None, where="host",
-                 *, stream=0, mode="explicit"):
+                 *, stream=0, mode="explicit", device=None):
         super().__init__()
         if where not in ("host", "gpu"):
             raise ValueError(f"SmartArray: where must be 'host' or 'gpu', not {where!r}")
@@ -212,7 +90,8 @@ class SmartArray(_ext._Core):
         self._owner = None
         self.stream = stream_handle(stream)
         self._stream_object = stream  # keeps a stream object alive as long as the array uses it
-        handle = self.stream
+        handle = creation_stream(self.stream, device)
+        ensure_hooks()
         if obj is None:
             shape = _normalize_shape(shape)
             dt = check_dtype(np.float64 if dtype is None else dtype)
@@ -225,9 +104,9 @@ class SmartArray(_ext._Core):
         if isinstance(obj, SmartArray) or (not isinstance(obj, np.ndarray) and (
                 hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__"))):
             if not copy:
-                _adopt(self, obj)
+                _interop.adopt(self, obj, device)
                 return
-            obj = obj.copy_to_host() if isinstance(obj, SmartArray) else _to_numpy(obj)
+            obj = obj.copy_to_host() if isinstance(obj, SmartArray) else _interop.to_numpy(obj)
         if not copy:
             raise ValueError(
                 "SmartArray(obj, copy=False): the C++ array owns its host copy, so host memory "
@@ -251,6 +130,7 @@ class SmartArray(_ext._Core):
     # --- layout ---------------------------------------------------------------------------------
 
     def _configure(self, shape, dtype, order):
+        self.__dict__.pop("_numba_type_", None)  # kept by NumbaType for the old layout
         self._shape = tuple(shape)
         self._dtype = dtype
         self._order = order
@@ -348,7 +228,7 @@ class SmartArray(_ext._Core):
         """The host copy as a NumPy array (refreshed when stale: one D2H), not marked changed.
         After writing through it, call host_changed()."""
         ptr = self._host()
-        return _ndarray_at(ptr, self._shape, self._strides, self._dtype, False, self)
+        return ndarray_at(ptr, self._shape, self._strides, self._dtype, False, self)
 
     def host_changed(self):
         """The host copy was modified: the device copy becomes stale."""
@@ -359,13 +239,15 @@ class SmartArray(_ext._Core):
         accept, not marked changed: after a kernel writes it, call gpu_changed(). With
         readonly=True it is a read acquire and exports readonly=True; the host stays valid.
         A DeviceArrayView (CAI v3), or Numba's own DeviceNDArray when Numba is imported and the
-        stream is the default one (see _device_object)."""
+        stream is the default one (see _views.device_object). Without a stream: the array's
+        stream, by default the current device's default stream, so the copy on the current
+        device."""
         handle = self.stream if stream is None else stream_handle(stream)
         if readonly:
             ptr = self._device_ptr(READ, handle)
         else:
             ptr = self._gpu(handle)
-        return _device_object(self, ptr, handle, readonly)
+        return device_object(self, ptr, handle, readonly)
 
     def gpu_changed(self, stream=None):
         """The device copy was modified (on `stream`): the host copy becomes stale."""
@@ -373,16 +255,17 @@ class SmartArray(_ext._Core):
 
     def device_view(self, access="read_write", stream=None):
         """The C++ acquire API: the device copy made valid for `access` ('read', 'read_write',
-        'discard') on `stream`, as a DeviceArrayView (the bookkeeping is done)."""
-        code = {"read": READ, "read_write": READ_WRITE, "discard": DISCARD}[access]
+        'discard') on `stream` (default: the array's stream, by default the current device's), as
+        a DeviceArrayView, or Numba's device array (see gpu()); the bookkeeping is done."""
+        code = _access_code(access)
         handle = self.stream if stream is None else stream_handle(stream)
-        return _device_object(self, self._device_ptr(code, handle), handle, code == READ)
+        return device_object(self, self._device_ptr(code, handle), handle, code == READ)
 
     def host_view(self, access="read_write"):
         """The C++ acquire API on the host: a NumPy view, made valid for `access`."""
-        code = {"read": READ, "read_write": READ_WRITE, "discard": DISCARD}[access]
+        code = _access_code(access)
         ptr = self._host_ptr(code)
-        return _ndarray_at(ptr, self._shape, self._strides, self._dtype, code == READ, self)
+        return ndarray_at(ptr, self._shape, self._strides, self._dtype, code == READ, self)
 
     def buffer(self, writable=False):
         """The host copy through the buffer protocol (``memoryview(a.buffer())``,
@@ -399,11 +282,20 @@ class SmartArray(_ext._Core):
         buf.owner = self
         return buf
 
-    def is_valid(self, side):
-        """True when `side` ('host' or 'gpu'/'device') holds every element."""
+    def is_valid(self, side, device=None):
+        """True when `side` ('host', or 'device'/'gpu': the copy on `device`, by default the
+        current one) holds every element."""
         if side not in ("host", "gpu", "device"):
-            raise ValueError(f"is_valid: side must be 'host' or 'gpu', not {side!r}")
-        return self._is_valid(side != "host")
+            raise ValueError(f"is_valid: side must be 'host' or 'device', not {side!r}")
+        if side == "host":
+            if device is not None:
+                raise ValueError("is_valid: device= names a device copy, not the host copy")
+            return self._is_valid_on_host()
+        return self._is_valid_on(current_or(device))
+
+    def valid_devices(self):
+        """The ordinals of the devices whose copy holds every element."""
+        return [d for d in range(_ext.device_count()) if self._is_valid_on(d)]
 
     # --- Numba's DeviceNDArray names ---------------------------------------------------------------
 
@@ -431,15 +323,21 @@ class SmartArray(_ext._Core):
             self._copy_to(out.__array_interface__["data"][0], self.nbytes, handle)
         return out
 
-    def copy_to_device(self, ary, stream=0):
+    def copy_to_device(self, ary, stream=0, device=None):
         """Numba's ``d.copy_to_device(ary)``: `ary`'s elements become this array's contents on the
-        device (one H2D, through the host copy, which is left valid)."""
+        device (the current one, `stream`'s, or `device`): one H2D, through the host copy, which
+        is left valid. A source that does not fit changes nothing."""
         src = np.asarray(ary)
         if src.shape != self._shape:
             raise ValueError(f"copy_to_device: source shape {src.shape}, the array {self._shape}")
-        view = self.host_view("discard")
-        np.copyto(view, src, casting="same_kind")
-        self._device_ptr(READ, stream_handle(stream))
+        try:
+            values = src.astype(self._dtype, casting="same_kind", copy=False)
+        except TypeError as e:
+            raise TypeError(f"copy_to_device: cannot cast the source's {src.dtype} to the array's "
+                            f"{self._dtype} (same_kind casting)") from e
+        handle = creation_stream(stream_handle(stream), device)
+        np.copyto(self.host_view("discard"), values)
+        self._device_ptr(READ, handle)
 
     # --- counters ------------------------------------------------------------------------------
 
@@ -495,79 +393,49 @@ class SmartArray(_ext._Core):
         self.host_view("read_write")[key] = value
 
     def __repr__(self):
-        where = [s for s, ok in (("host", self._is_valid(False)), ("gpu", self._is_valid(True))) if ok]
+        where = (["host"] if self._is_valid_on_host() else []) + [
+            f"device {d}" for d in self.valid_devices()]
         return (f"<{self._name()} shape={self._shape} dtype={self._dtype} order={self._order} "
                 f"valid={'+'.join(where) or 'nowhere'}>")
 
-    # --- __cuda_array_interface__ --------------------------------------------------------------
+    # --- Numba kernels and ufuncs (_numba.py) -------------------------------------------------
+
+    #: Numba's typing hook: the type of Numba's own device array of this layout.
+    _numba_type_ = NumbaType()
+
+    def _numba_array(self, access, stream):
+        """The copy on `stream`'s device, acquired for `access` on `stream` (a kernel launch or a
+        ufunc call), as Numba's device array."""
+        handle = stream if stream.__class__ is int else stream_handle(stream)
+        ptr = self._device_ptr(access, handle)
+        return numba_device_array(self, ptr) or DeviceArrayView(self, ptr, handle, access == READ)
+
+    # --- __cuda_array_interface__ and DLPack (_interop.py) --------------------------------------
 
     @property
     def __cuda_array_interface__(self):
-        """CAI v3 over the device copy: a read_write device acquire on this array's stream (the
-        host copy becomes stale), whose stream the dict names. Raises AttributeError on the host
-        backend (no GPU): hasattr() is then False and consumers treat the array as host data."""
-        if _ext.backend() != "cuda":
-            raise _no_gpu_error("SmartArray.__cuda_array_interface__")
-        ptr = self._device_ptr(READ_WRITE, self.stream)
-        return {
-            "shape": self._shape, "typestr": self._dtype.str, "descr": self._dtype.descr,
-            "data": (ptr, False), "version": 3,
-            "strides": None if self._order == "C" else self._strides,
-            "stream": cai_stream(self.stream),
-        }
-
-    # --- DLPack --------------------------------------------------------------------------------
+        """CAI v3 over the copy on the current device (or the array's stream's device): a
+        read_write device acquire on that stream (the host copy becomes stale), whose stream the
+        dict names. Raises AttributeError on the host backend (no GPU): hasattr() is then False
+        and consumers treat the array as host data."""
+        ensure_hooks()
+        return _interop.cuda_array_interface(self)
 
     def __dlpack_device__(self):
-        """(kDLCUDA, ordinal) on the cuda backend, (kDLCPU, 0) on the host backend."""
-        if _ext.backend() == "cuda":
-            return (_kDLCUDA, _ext.device_ordinal())
-        return (_kDLCPU, 0)
+        """(kDLCUDA, the device of an export without dl_device) on the cuda backend, (kDLCPU, 0)
+        on the host backend."""
+        return _interop.dlpack_device(self)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """A DLPack capsule: versioned ("dltensor_versioned", 1.0) when max_version >= (1, 0),
-        else legacy ("dltensor").
+        """A DLPack capsule; see _interop.dlpack for which copy and which stream."""
+        return _interop.dlpack(self, stream, max_version, dl_device, copy)
 
-        Which copy: dl_device=(1, 0) the host copy, (2, n) the device copy (cuda backend only);
-        without dl_device, the host copy when stream is None (NumPy and every CPU consumer), else
-        the device copy, acquired read_write on this array's stream; the consumer's stream (1 or
-        None: the legacy default stream, 2: per-thread, -1: no synchronization asked) then waits
-        for that work through an event, which is the stream handoff of the protocol. The array
-        never names the consumer's stream, which the consumer may destroy.
-        A host export is made valid (one D2H when stale): a read acquire flagged READ_ONLY in a
-        versioned capsule; a read_write acquire (device becomes stale) in a legacy one.
-        copy=True: a host copy (NumPy's); copy=True on the device raises BufferError.
-        """
-        versioned = max_version is not None and tuple(max_version)[0] >= 1
-        if dl_device is not None:
-            dev_type, dev_id = int(dl_device[0]), int(dl_device[1])
-            if dev_type == _kDLCPU:
-                on_host = True
-            elif dev_type == _kDLCUDA:
-                if _ext.backend() != "cuda":
-                    raise BufferError("__dlpack__: dl_device=kDLCUDA but the host backend has no GPU")
-                if dev_id != _ext.device_ordinal():
-                    raise BufferError(f"__dlpack__: the array is on device {_ext.device_ordinal()}, "
-                                      f"not {dev_id}")
-                on_host = False
-            else:
-                raise BufferError(f"__dlpack__: unsupported dl_device {tuple(dl_device)}")
-        else:
-            on_host = stream is None or _ext.backend() != "cuda"
-        if on_host:
-            if stream is not None and stream != -1 and _ext.backend() == "cuda" and dl_device is None:
-                raise BufferError("__dlpack__: a stream with a host export")
-            if copy:
-                host = np.array(self.host_view("read"), copy=True)
-                kw = {"max_version": max_version} if max_version is not None else {}
-                return host.__dlpack__(**kw)
-            return self._dlpack(versioned, True, READ if versioned else READ_WRITE, 0, 0)
-        if copy:
-            raise BufferError("__dlpack__: copy=True on the device is not supported")
-        # The acquire runs on the array's stream; the consumer's stream waits for it (an event),
-        # so the array never names a stream that the consumer may destroy.
-        return self._dlpack(versioned, False, READ_WRITE, self.stream, _ext.device_ordinal(),
-                            from_protocol_stream(stream))
+
+def _access_code(access):
+    codes = {"read": READ, "read_write": READ_WRITE, "discard": DISCARD}
+    if access not in codes:
+        raise ValueError(f"access must be 'read', 'read_write' or 'discard', not {access!r}")
+    return codes[access]
 
 
 def _check_index(key, shape):
@@ -577,96 +445,3 @@ def _check_index(key, shape):
     for axis, (k, n) in enumerate(zip(key, shape)):
         if not -n <= k < n:
             raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
-
-
-def _to_numpy(obj):
-    """A host copy of a device producer (for SmartArray(obj, copy=True))."""
-    tmp = from_dlpack(obj)
-    return tmp.copy_to_host()
-
-
-def _adopt(self, obj):
-    """Makes `self` a zero-copy wrapper of a producer's memory (from_dlpack / asarray)."""
-    if isinstance(obj, SmartArray):
-        self._share(obj)
-        self._owner = obj._owner
-        self._configure(obj.shape, obj.dtype, obj._order)
-        return
-    ptr, dev_type, shape, strides, dt, keep, stream = _import(obj)
-    order = _contiguous_order(shape, strides, dt.itemsize)
-    if order is None:
-        raise ValueError(f"from_dlpack: the producer's array is not contiguous (shape {shape}, "
-                         f"byte strides {strides})")
-    nbytes = math.prod(shape) * dt.itemsize
-    device_memory = dev_type in (_kDLCUDA, _kDLCUDAHost, _kDLCUDAManaged)
-    if device_memory and _ext.backend() != "cuda":
-        raise ValueError("from_dlpack: CUDA memory, but smartarray runs on the host backend")
-    self._configure(shape, dt, order)
-    if device_memory:
-        if stream:
-            _ext._synchronize(stream)
-        self._wrap_device(ptr if nbytes else 0, nbytes)
-        self._owner = keep
-    else:
-        # CPU memory cannot be the device copy (on the host backend the emulated device accepts
-        # only its own allocations): one host copy, host-valid.
-        self._alloc_host(ptr if nbytes else 0, nbytes, "explicit")
-
-
-def _import(obj):
-    """(pointer, device type, shape, byte strides, dtype, keep-alive, stream to wait for)."""
-    if hasattr(obj, "__dlpack__"):
-        dev = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (_kDLCPU, 0)
-        kwargs = {}
-        if dev[0] == _kDLCUDA:
-            kwargs["stream"] = 1  # the consumer: the legacy default stream
-        try:
-            capsule = obj.__dlpack__(max_version=(1, 0), **kwargs)
-        except TypeError:
-            capsule = obj.__dlpack__(**kwargs)
-        ptr, dev_type, _dev_id, shape, strides, (code, bits, lanes), _ro, keeper = \
-            _ext._import_capsule(capsule)
-        dt = from_dlpack_code(code, bits, lanes)
-        shape = tuple(shape)
-        byte_strides = None if strides is None else tuple(s * dt.itemsize for s in strides)
-        return ptr, dev_type, shape, byte_strides, dt, (keeper, obj), 0
-    if hasattr(obj, "__cuda_array_interface__"):
-        cai = obj.__cuda_array_interface__
-        dt = check_dtype(np.dtype(cai["typestr"]))
-        shape = tuple(cai["shape"])
-        strides = cai.get("strides")
-        if cai.get("mask") is not None:
-            raise ValueError("asarray: masked CAI arrays are not supported")
-        stream = from_protocol_stream(cai.get("stream")) if cai.get("version", 0) >= 3 else 0
-        return cai["data"][0], _kDLCUDA, shape, strides, dt, obj, stream
-    raise TypeError(f"from_dlpack: {type(obj).__name__} has neither __dlpack__ nor "
-                    "__cuda_array_interface__")
-
-
-def from_dlpack(x):
-    """Imports a DLPack (or CAI) producer of CUDA memory without a copy, as a device-valid
-    SmartArray that does not own its memory. A CPU producer (NumPy) is copied into a host-valid
-    array instead: CPU memory cannot serve as the device copy."""
-    out = SmartArray.__new__(SmartArray)
-    _ext._Core.__init__(out)
-    out.stream = 0
-    out._stream_object = None
-    out._owner = None
-    _adopt(out, x)
-    return out
-
-
-def asarray(x, dtype=None):
-    """`x` as a SmartArray: itself when it is one, a zero-copy import of a device producer
-    (DLPack or CAI), else a host copy of the array-like."""
-    if isinstance(x, SmartArray):
-        if dtype is not None and check_dtype(dtype) != x.dtype:
-            raise ValueError("asarray: a dtype conversion needs a copy")
-        return x
-    if not isinstance(x, np.ndarray) and (hasattr(x, "__cuda_array_interface__") or
-                                          hasattr(x, "__dlpack__")):
-        out = from_dlpack(x)
-        if dtype is not None and check_dtype(dtype) != out.dtype:
-            raise ValueError("asarray: a dtype conversion needs a copy")
-        return out
-    return SmartArray(x, dtype=dtype)

@@ -12,17 +12,21 @@ from . import _ext
 
 # handle -> the stream object that owns it, kept alive while arrays and pools may name it.
 _kept = {}
+# id(stream object) -> its handle, for the objects in _kept (a kernel launch names its stream for
+# every argument).
+_handles = {}
 
 
 def _keep(handle, stream):
     if handle == 0:
         return
     if handle in _kept:
-        # The same live stream (PyTorch makes a new wrapper object for each current_stream()).
-        _kept[handle] = stream
-        return
-    forget_unused_streams()
+        # The same live stream in a new wrapper (PyTorch makes one for each current_stream()).
+        _handles.pop(id(_kept[handle]), None)
+    else:
+        forget_unused_streams()
     _kept[handle] = stream
+    _handles[id(stream)] = handle
 
 
 def forget_unused_streams():
@@ -30,14 +34,14 @@ def forget_unused_streams():
     for handle in list(_kept):
         if sys.getrefcount(_kept[handle]) <= 2:  # the dict's reference and the argument's
             _ext.forget_stream(handle)
-            del _kept[handle]
+            _handles.pop(id(_kept.pop(handle)), None)
 
 
 def forget_stream(stream):
     """Makes smartarray forget `stream` before it is destroyed: waits for its work; the pools and
     arrays stop naming it. Needed only for int handles of streams you destroy yourself."""
     handle = stream_handle(stream)
-    _kept.pop(handle, None)
+    _handles.pop(id(_kept.pop(handle, None)), None)
     _ext.forget_stream(handle)
 
 
@@ -55,6 +59,9 @@ def stream_handle(stream):
         if stream < 0:
             raise ValueError(f"stream: a handle cannot be negative ({stream})")
         return stream
+    handle = _handles.get(id(stream))
+    if handle is not None and _kept.get(handle) is stream:  # a kept stream: no attribute lookups
+        return handle
     handle = _object_handle(stream)
     _keep(handle, stream)
     return handle
@@ -76,16 +83,23 @@ def _object_handle(stream):
     raise TypeError(f"stream: cannot get a CUDA stream handle from {type(stream).__name__}")
 
 
+def is_default_stream(handle):
+    """True for 0 (the current device's default stream) and for a device's named default
+    stream (``default_stream(d)`` in C++: a small number that no allocator returns)."""
+    return handle == 0 or _ext._default_stream_base <= handle < _ext._default_stream_end
+
+
 def cai_stream(handle):
-    """The CAI v3 / DLPack stream number of a handle: 1 is the legacy default stream."""
-    return 1 if handle == 0 else handle
+    """The CAI v3 / DLPack stream number of a handle: 1 is the legacy default stream (of the
+    device of the data)."""
+    return 1 if is_default_stream(handle) else handle
 
 
 def from_protocol_stream(value):
     """A CAI / DLPack stream number to a handle: None, 1 and -1 are the legacy default stream
-    (-1: no synchronization asked), 2 the per-thread default stream."""
-    if value is None or value in (1, -1):
+    (-1: no synchronization asked), 2 the per-thread default stream. 0, which the protocols leave
+    undefined, is taken as CUDA takes it: the legacy default stream (numba-cuda passes it for
+    Numba's default stream)."""
+    if value is None or value in (0, 1, -1):
         return 0
-    if value == 0:
-        raise ValueError("stream 0 is ambiguous in the CAI and DLPack protocols: use 1 or 2")
     return int(value)

@@ -2,6 +2,7 @@
 // and streams stay in C++), the buffer protocol, and DLPack capsules. Shape, dtype and order live
 // in the Python class (python/smartarray/_array.py), which subclasses _Core and hands the layout
 // down through _set_layout for the buffer protocol. Plain C++: the public headers compile with g++.
+#include <cuda_runtime_api.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -51,6 +52,31 @@ sa::StreamRef stream_of(std::uintptr_t handle) {
   return sa::StreamRef(reinterpret_cast<void*>(handle));
 }
 
+/// A device ordinal from Python: ValueError (std::invalid_argument) naming it and the count.
+sa::Device device_of(int device) {
+  const int count = sa::device_count();
+  if (device < 0 || device >= count) {
+    throw std::invalid_argument("device ordinal " + std::to_string(device) +
+                                " is out of range: the " + std::string(sa::to_string(sa::backend())) +
+                                " backend has " + std::to_string(count) +
+                                (count == 1 ? " device (ordinal 0)" : " devices (ordinals 0 to " +
+                                                                           std::to_string(count - 1) + ")"));
+  }
+  return sa::Device{device};
+}
+
+/// The device that holds the device memory at `ptr`, -1 when it is not device memory of a known
+/// device (cuda backend only: the host backend imports no device memory).
+int pointer_device(std::uintptr_t ptr) {
+  if (sa::backend() != sa::BackendKind::cuda || ptr == 0) return -1;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, reinterpret_cast<const void*>(ptr)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return attributes.type == cudaMemoryTypeDevice ? attributes.device : -1;
+}
+
 sa::Access access_of(int access) {
   switch (access) {
     case 0: return sa::Access::read;
@@ -76,6 +102,8 @@ nb::dict stats_dict(const sa::TransferStats& s) {
   d["d2d_count"] = s.d2d_count; d["d2d_bytes"] = s.d2d_bytes;
   d["prefetch_count"] = s.prefetch_count; d["prefetch_bytes"] = s.prefetch_bytes;
   d["allocation_count"] = s.allocation_count; d["allocation_bytes"] = s.allocation_bytes;
+  d["d2d_peer_count"] = s.d2d_peer_count; d["d2d_peer_bytes"] = s.d2d_peer_bytes;
+  d["staged_count"] = s.staged_count; d["staged_bytes"] = s.staged_bytes;
   d["wait_count"] = s.wait_count;
   return d;
 }
@@ -321,7 +349,9 @@ NB_MODULE(_ext, m) {
                                                    sa::ArrayOptions{.mode = mode_of(mode)});
            })
       .def("_wrap_device",
-           [](Core& c, std::uintptr_t ptr, std::size_t nbytes) {
+           [](Core& c, std::uintptr_t ptr, std::size_t nbytes, int device) {
+             // wrap_device takes the memory for the current device's.
+             const sa::DeviceGuard on(device_of(device));
              *c.shared = sa::wrap_device<std::byte>(reinterpret_cast<std::byte*>(ptr), nbytes);
            })
       .def("_set_layout",
@@ -356,8 +386,9 @@ NB_MODULE(_ext, m) {
              c.arr().copy_to(std::span<std::byte>(reinterpret_cast<std::byte*>(dest), nbytes),
                              stream_of(stream));
            })
-      .def("_is_valid", [](const Core& c, bool device) {
-             return c.arr().is_valid(device ? sa::Side::device : sa::Side::host);
+      .def("_is_valid_on_host", [](const Core& c) { return c.arr().is_valid(sa::Side::host); })
+      .def("_is_valid_on", [](const Core& c, int device) {
+             return c.arr().is_valid(device_of(device));
            })
       .def("_transfer_stats", [](const Core& c) { return stats_dict(c.arr().transfer_stats()); })
       .def_prop_ro("_id", [](const Core& c) { return c.arr().id(); })
@@ -375,9 +406,33 @@ NB_MODULE(_ext, m) {
   m.def("backend", [] { return std::string(sa::to_string(sa::backend())); },
         "The backend in use: 'cuda' or 'host' (SMARTARRAY_BACKEND chooses; default: cuda when a "
         "GPU is present).");
-  m.def("device_name", [] { return sa::device_properties().name; });
-  m.def("device_ordinal", [] { return sa::device_properties().ordinal; });
+  m.def("device_count", [] { return sa::device_count(); },
+        "The number of devices of the active backend (GPUs, or emulated devices on the host "
+        "backend: SMARTARRAY_HOST_DEVICES).");
+  m.def("_current_device", [] { return sa::current_device().ordinal; });
+  m.def("_set_current_device", [](int device) { sa::set_current_device(device_of(device)); });
+  m.def("_check_device", [](int device) { return device_of(device).ordinal; });
+  m.def("_device_properties", [](int device) {
+    const sa::DeviceProperties& p = sa::device_properties(device_of(device));
+    return nb::make_tuple(p.name, p.compute_capability_major, p.compute_capability_minor,
+                          p.total_memory);
+  });
+  m.def("_peer_access", [](int reader, int owner) {
+    return sa::peer_access(device_of(reader), device_of(owner));
+  });
+  m.def("_default_stream", [](int device) {
+    return reinterpret_cast<std::uintptr_t>(sa::default_stream(device_of(device)).handle());
+  });
+  m.def("_stream_device", [](std::uintptr_t stream) {
+    return sa::stream_device(stream_of(stream)).ordinal;
+  });
+  m.def("_pointer_device", &pointer_device);
+  m.attr("_default_stream_base") = sa::detail::device_default_stream_base;
+  m.attr("_default_stream_end") = sa::detail::device_default_stream_base + sa::max_devices;
   m.def("_global_transfer_stats", [] { return stats_dict(sa::global_transfer_stats()); });
+  m.def("_device_transfer_stats", [](int device) {
+    return stats_dict(sa::device_transfer_stats(device_of(device).ordinal));
+  });
   m.def("_synchronize", [](std::uintptr_t stream) {
     nb::gil_scoped_release nogil;
     sa::synchronize(stream_of(stream));

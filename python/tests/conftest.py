@@ -37,3 +37,18 @@ def counts():
     """counts() -> the h2d/d2h/d2d counts since the test started."""
     start = sa.transfer_stats()
     return lambda: delta(start, sa.transfer_stats())
+
+
+def pytest_report_header():
+    """Which of Numba's CUDA targets the interop tests use, and whether SmartArrays passed to its
+    kernels and ufuncs take the fast path."""
+    import importlib.util
+    if not ON_GPU or importlib.util.find_spec("numba") is None:
+        return None
+    from numba import cuda
+
+    from smartarray import _numba
+    package, version = _numba.target_version(cuda)
+    sa.SmartArray(np.ones(1))  # installs the fast path where supported
+    return (f"Numba CUDA target: {package} {version}; SmartArrays passed to kernels and ufuncs: "
+            f"{'fast path' if _numba.hooks_installed() else 'interface path'}")

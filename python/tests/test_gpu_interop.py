@@ -7,6 +7,7 @@ import pytest
 
 import smartarray as sa
 from conftest import gpu_only, random_array
+from smartarray import _numba
 
 pytestmark = gpu_only
 N = 1 << 20
@@ -77,11 +78,69 @@ def test_numba_vectorize_on_smartarrays(numba_cuda):
     a, b = sa.SmartArray(random_array(N, np.float64, 1)), sa.SmartArray(random_array(N, np.float64, 2))
     out = sa.device_array(N, np.float64)
     start = sa.transfer_stats()
-    add(a, b, out=out)
-    np.testing.assert_array_equal(out.host(), a.copy_to_host() + b.copy_to_host())
-    # a and b: one H2D each (their CAI export is read_write, so their host copies go stale and
-    # copy_to_host then reads the device: one D2H each); out: one D2H.
-    assert _counts(start) == {"h2d_count": 2, "d2h_count": 3, "d2d_count": 0}
+    assert add(a, b, out=out) is out
+    if _numba.hooks_installed():
+        # Inputs are read acquires (one H2D each, the host stays valid), out= a discard.
+        assert a.is_valid("host") and a.is_valid("device") and b.is_valid("host")
+        assert out.is_valid("device") and not out.is_valid("host")
+        assert _counts(start) == {"h2d_count": 2, "d2h_count": 0, "d2d_count": 0}
+        np.testing.assert_array_equal(out.host(), a.host() + b.host())
+        assert _counts(start) == {"h2d_count": 2, "d2h_count": 1, "d2d_count": 0}
+    else:  # the interface path: every CAI export is a read_write acquire
+        np.testing.assert_array_equal(out.host(), a.copy_to_host() + b.copy_to_host())
+        assert _counts(start) == {"h2d_count": 2, "d2h_count": 3, "d2d_count": 0}
+
+
+def test_the_fast_path_is_installed_on_supported_numba(numba_cuda):
+    sa.SmartArray(np.ones(4))  # array construction installs it once Numba is imported
+    assert _numba.hooks_installed() == _numba.supported(numba_cuda)
+    assert sa.SmartArray(np.ones((2, 3), np.float32))._numba_type_ is not None
+
+
+def test_kernel_arguments_are_acquired_on_the_launch_stream(numba_cuda):
+    """A kernel on another stream than the arrays': inputs read there after their upload, and
+    the host read of the result waits for the kernel (no synchronize in between)."""
+    cuda = numba_cuda
+
+    @cuda.jit
+    def slow_scale(x, out):
+        i = cuda.grid(1)
+        if i < x.shape[0]:
+            v = x[i]
+            for _ in range(200):  # long enough for a missing wait to read stale results
+                v = v * 1.0001
+            out[i] = v
+
+    src = random_array(N, np.float32)
+    x = sa.SmartArray(src)
+    out = sa.SmartArray(np.full(N, np.nan, np.float32))
+    s = cuda.stream()
+    slow_scale[(N + 255) // 256, 256, s](x, out)
+    got = out.host()
+    expect = src.copy()
+    for _ in range(200):
+        expect = expect * np.float32(1.0001)
+    np.testing.assert_allclose(got, expect, rtol=1e-5)
+    if _numba.hooks_installed():  # read_write: the kernel may have written x too
+        assert not x.is_valid("host") and x.is_valid("device")
+
+
+def test_arrays_of_a_stream_launched_on_it(numba_cuda):
+    from numba import vectorize
+    cuda = numba_cuda
+
+    @vectorize(["float32(float32, float32)"], target="cuda")
+    def mul(x, y):
+        return x * y
+
+    s = cuda.stream()
+    a = sa.to_device(random_array(N, np.float32, 3), stream=s)
+    b = sa.to_device(random_array(N, np.float32, 4), stream=s)
+    out = sa.device_array(N, np.float32, stream=s)
+    # The interface path exports a and b read_write: copy_to_host then reads their device copies.
+    with sa.expect_transfers(d2h=1 if _numba.hooks_installed() else 3):
+        mul(a, b, out=out, stream=s)
+        np.testing.assert_allclose(out.host(), a.copy_to_host() * b.copy_to_host(), rtol=1e-6)
 
 
 def test_gpu_hands_numba_its_own_device_array(numba_cuda):
