@@ -7,7 +7,7 @@
 # targets_multi_gpu.json (with the
 # provenance of bench_main.hpp), and the console output of each next to them or in ${LOG_DIR};
 # scripts/bench_report.py reports the median of each contender's repetitions and the ratios of the
-# medians. scripts/gpu_check.sh runs it after the benchmarks.
+# medians. `scripts/gpu_check.sh targets` runs it.
 #   bash scripts/bench_targets.sh [BUILD_DIR [SET...]]  (default build-gpu and every set; run on
 #                                                        a GPU machine)
 #   SET: pipelines, modes, partial, multi_gpu (the JSON names without targets_)

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Builds the Python package (pip install . into build-py/venv, made on first use) and runs its
 # pytest suite: python/tests and the examples under examples/python. Without a GPU that is the host
-# backend (the examples that need Numba's CUDA target report as skipped); with one, the cuda
-# backend and the interop tests of whatever of Numba, CuPy and PyTorch the venv has.
+# backend (the examples that need Numba's CUDA target report as skipped), run on one emulated
+# device and then on two; with GPUs, the cuda backend on every visible GPU and the interop tests
+# of whatever of Numba, CuPy and PyTorch the venv has.
 #   bash scripts/python_test.sh [pytest arguments...]
 # Environment:
 #   PYTHON_INSTALL_ONLY=1  install, run nothing
 #   VENV                   the virtual environment (default build-py/venv)
 #   PYTHON                 the interpreter that makes it (default python3)
 #   PYTHON_SHARE_SITE=1    the venv also sees PYTHON's own packages (Numba, CuPy, PyTorch on the GPU
-#                          machine), through a .pth file
+#                          machine), through a .pth file that lists their folders (their own .pth
+#                          files do not run: numba-cuda's redirection of numba.cuda among them,
+#                          so the venv has Numba's built-in CUDA target)
 #   CUDA_ARCHITECTURES     default: the GPU present, else 75-virtual (one PTX target keeps the CI
 #                          build short; the project's own default without a GPU is a fat binary of
 #                          every architecture, which takes many minutes on 2 cores)
@@ -43,10 +46,22 @@ fi
 "${py}" -m pip install -q --no-build-isolation "${defines[@]}" .
 
 [ "${PYTHON_INSTALL_ONLY:-0}" = 1 ] && exit 0
+backend=$(cd python/tests && "../../${py}" -c 'import smartarray as sa; print(sa.backend())')
 status=0
-(cd python/tests && "../../${py}" -c 'import smartarray as sa; print("smartarray", sa.__version__, "backend:", sa.backend())')
-"${py}" -m pytest -q -p no:cacheprovider -rs python/tests examples/python "$@" || status=$?
-if [ "${status}" -eq 5 ]; then
-  echo "python_test.sh: pytest collected no tests" >&2
+run_pytest() {
+  (cd python/tests && "../../${py}" -c 'import smartarray as sa
+print("smartarray", sa.__version__, "backend:", sa.backend(), "devices:", len(sa.gpus))')
+  "${py}" -m pytest -q -p no:cacheprovider -rs python/tests examples/python "$@" || status=$?
+  if [ "${status}" -eq 5 ]; then
+    echo "python_test.sh: pytest collected no tests" >&2
+  fi
+}
+# Without a GPU, the suite runs twice: on one emulated device, then on two (the multi-device
+# tests); with GPUs, once, on every visible GPU.
+if [ "${backend}" = host ] && [ -z "${SMARTARRAY_HOST_DEVICES:-}" ]; then
+  run_pytest "$@"
+  SMARTARRAY_HOST_DEVICES=2 run_pytest "$@"
+else
+  run_pytest "$@"
 fi
 exit "${status}"
