@@ -183,11 +183,8 @@ void add(TransferCounters& counters, const TransferEvent& event) noexcept {
   }
 }
 
-std::atomic<bool> several_devices{false};
-
-/// " device 1", " device 0 -> 1": empty with one device, so that those traces are unchanged.
+/// " device 1", " device 0 -> 1", whatever the number of devices: one format on every machine.
 std::string devices_of(const TransferEvent& event) {
-  if (!several_devices.load(std::memory_order_relaxed)) return {};
   if (event.source_device >= 0) return concat(" device ", event.source_device, " -> ", event.device);
   return concat(" device ", event.device);
 }
@@ -206,10 +203,6 @@ void trace(std::FILE* sink, const TransferEvent& event) noexcept {
 }
 
 }  // namespace
-
-void note_device_count(int count) noexcept {
-  several_devices.store(count > 1, std::memory_order_relaxed);
-}
 
 void emit_transfer(const TransferEvent& event, TransferCounters* array) noexcept {
   add(global_counters(), event);

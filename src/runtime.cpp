@@ -100,11 +100,7 @@ void check_injected_copy_failure(std::size_t bytes, const char* what, StreamRef 
 
 Runtime& runtime() {
   // Never destroyed: streams, pools and arrays with static lifetime may outlive any destruction order.
-  static Runtime* const instance = [] {
-    Runtime* const selected = select_runtime();
-    note_device_count(selected->device_count());
-    return selected;
-  }();
+  static Runtime* const instance = select_runtime();
   return *instance;
 }
 

@@ -1,6 +1,7 @@
 // The host backend on its own: each test makes a private runtime through make_host_runtime(), so
 // the results do not depend on which backend the process selected, and each test can choose the
-// emulated latency and device size (both are read when a runtime is made).
+// emulated latency and device size (both are read when a runtime is made). The tests are about one
+// emulated device, so each private runtime has one, whatever SMARTARRAY_HOST_DEVICES says.
 #include "support/test_support.hpp"
 
 #include <smartarray/runtime/detail/runtime.hpp>
@@ -60,13 +61,14 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-/// A private host runtime with `latency_us` per queued operation and `device_memory` bytes of
-/// emulated device memory (the default size when nullptr).
+/// A private host runtime of one device, with `latency_us` per queued operation and
+/// `device_memory` bytes of emulated device memory (the default size when nullptr).
 std::unique_ptr<Runtime> make_runtime(std::uint64_t latency_us = 0,
                                       const char* device_memory = nullptr) {
   const std::string latency_text = std::to_string(latency_us);
   ScopedEnv latency("SMARTARRAY_HOST_LATENCY_US", latency_text.c_str());
   ScopedEnv memory("SMARTARRAY_HOST_DEVICE_MEMORY", device_memory);
+  ScopedEnv devices("SMARTARRAY_HOST_DEVICES", "1");
   return std::unique_ptr<Runtime>(detail::make_host_runtime());
 }
 

@@ -879,8 +879,9 @@ TEST(DefaultResources, AreStatisticsOverPerDevicePools) {
   EXPECT_EQ(sa::default_device_pool().kind(), MemoryKind::device);
   EXPECT_EQ(sa::default_pinned_pool().kind(), MemoryKind::pinned);
   EXPECT_EQ(&sa::default_device_pool(0), &sa::default_device_pool());
-  EXPECT_THROW((void)sa::default_device_pool(1), sa::logic_error);
-  EXPECT_THROW((void)sa::set_pinned_resource(nullptr, 3), sa::logic_error);
+  // The first ordinal past the last device, whatever the number of devices.
+  EXPECT_THROW((void)sa::default_device_pool(sa::device_count()), sa::logic_error);
+  EXPECT_THROW((void)sa::set_pinned_resource(nullptr, sa::device_count()), sa::logic_error);
 }
 
 TEST(DefaultResources, CanBeReplacedAndRestored) {

@@ -2,7 +2,7 @@
 // another holds is a peer copy (or, without peer access, a copy down to the host and one up), and
 // every wait is an event of the writer's stream. Exact transfer counts, on the host backend with
 // SMARTARRAY_HOST_DEVICES=2 (CTest runs it with and without peer access) and on the cuda backend
-// with two GPUs; with one device every test skips.
+// with two GPUs or more (the tests use devices 0 and 1); with one device every test skips.
 #include "support/test_support.hpp"
 
 #include "support/device_ops.cuh"

@@ -1,5 +1,7 @@
 // Counters, the ExpectTransfers guard and the migration trace: each line names the array by its
-// number and label, and the line of the user's call that caused the copy, whatever the call.
+// number and label, and the line of the user's call that caused the copy, whatever the call. Each
+// line names the device, whatever the number of devices: these tests work on the current device,
+// device 0 (no test changes it), so the lines they look for read "device 0".
 #include "support/test_support.hpp"
 
 #include "support/device_ops.cuh"
@@ -75,7 +77,7 @@ TEST(Observability, TraceNamesDirectionBytesReasonAndCallSite) {
   const int line = __LINE__ + 1;
   (void)std::as_const(a).device_view();
   const std::string trace = read_file(trace_path);
-  EXPECT_NE(trace.find("H2D 2400 B"), std::string::npos) << trace;
+  EXPECT_NE(trace.find("H2D device 0 2400 B"), std::string::npos) << trace;
   EXPECT_NE(trace.find("device access of a stale copy"), std::string::npos) << trace;
   EXPECT_NE(trace.find("test_observability.cu:" + std::to_string(line)), std::string::npos) << trace;
 }
@@ -137,14 +139,14 @@ TEST(Observability, TraceNamesTheCallersLineForAdapters) {
   const SmartArray<float> d(va), e(vb);
   const int map_line = __LINE__ + 1;
   const SmartArray<float> m = sa::map(Add{}, d, e);
-  EXPECT_EQ(lines_at(start, map_line, "H2D 1024 B"), 2U);
+  EXPECT_EQ(lines_at(start, map_line, "H2D device 0 1024 B"), 2U);
   const int read_line = __LINE__ + 1;
   EXPECT_EQ(std::as_const(m)[0], va[0] + vb[0]);
   EXPECT_EQ(lines_at(start, read_line, named(m) + "(host read of a stale copy)"), 1U);
   const SmartArray<float> f(va);
   const int reduce_line = __LINE__ + 1;
   (void)sa::reduce(f, 0.0F, cuda::std::plus<float>{});
-  EXPECT_EQ(lines_at(start, reduce_line, "H2D 1024 B " + named(f)), 1U);
+  EXPECT_EQ(lines_at(start, reduce_line, "H2D device 0 1024 B " + named(f)), 1U);
   for (const std::string& line : trace_lines_since(start)) {
     EXPECT_EQ(line.find(".hpp:"), std::string::npos) << line;
   }
@@ -200,7 +202,7 @@ TEST(Observability, TraceNamesTheCallersLineForElementAccessAndVectorOperations)
   lines.push_back(__LINE__ + 1);
   (void)sa::copy_to_host(a);
   for (const int line : lines) {
-    EXPECT_EQ(lines_at(start, line, "D2H "), 1U) << "no trace line names line " << line;
+    EXPECT_EQ(lines_at(start, line, "D2H device 0 "), 1U) << "no trace line names line " << line;
   }
   for (const std::string& line : trace_lines_since(start)) {
     EXPECT_EQ(line.find(".hpp:"), std::string::npos) << line;
@@ -217,9 +219,9 @@ TEST(Observability, TraceNamesArraysByNumberAndLabelNotByAddress) {
   EXPECT_EQ(weights.id(), id);  // stable
   const int line = __LINE__ + 1;
   (void)std::as_const(weights).device_view();
-  EXPECT_EQ(lines_at(start, line,
-                     "H2D 800 B array #" + std::to_string(id) + " \"weights\" (device access"),
-            1U);
+  const std::string expected =
+      "H2D device 0 800 B array #" + std::to_string(id) + " \"weights\" (device access";
+  EXPECT_EQ(lines_at(start, line, expected), 1U);
   // The number and the label stay with the object; a copy is a new array with a number of its own.
   SmartArray<double> other(weights);
   EXPECT_NE(other.id(), id);

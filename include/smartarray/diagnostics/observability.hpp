@@ -5,10 +5,11 @@
  *
  * Global counters are kept at the backend seam, so they are exact on both backends. Each SmartArray
  * also keeps its own counters. `SMARTARRAY_TRACE=1` prints one line per migration on stderr;
- * `SMARTARRAY_TRACE=/path` appends them to a file. Each line names the array by its number
- * (`SmartArray::id()`) and label (`set_label`), and the line of the user's call that caused it:
+ * `SMARTARRAY_TRACE=/path` appends them to a file. Each line names the device (whatever the number
+ * of devices), the array by its number (`SmartArray::id()`) and label (`set_label`), and the line
+ * of the user's call that caused it:
  *
- *     smartarray: H2D 4000 B array #3 "weights" (device access of a stale copy) at train.cu:42
+ *     smartarray: H2D device 0 4000 B array #3 "x" (device access of a stale copy) at train.cu:42
  */
 #pragma once
 
@@ -187,10 +188,6 @@ struct TransferEvent {
   std::int16_t device = 0;
   std::int16_t source_device = -1;
 };
-
-/// Tells the trace how many devices the backend has: with more than one, each line names the
-/// device (the runtime calls it once it is selected).
-void note_device_count(int count) noexcept;
 
 /// The one place where transfers are recorded. Each sink learns of `event` from here: the global
 /// counters (which `ExpectTransfers` and `global_transfer_stats` read), the array's own counters
