@@ -65,11 +65,9 @@ PooledStack<DeviceMemoryResource>& device_stack(int device) {
   if (auto* made = slot.load(std::memory_order_acquire)) return *made;
   std::lock_guard lock(all->mutex);
   if (auto* made = slot.load(std::memory_order_relaxed)) return *made;
-  // Chunks double with the pool up to 1 GiB: few cudaMalloc calls, little idle memory.
-  PoolOptions options = pool_options(
-      1024 * mebibyte, detail::runtime().device_count() == 1
-                           ? std::string("device pool")
-                           : detail::concat("device ", device, " pool"));
+  // Chunks double with the pool up to 1 GiB: few cudaMalloc calls, little idle memory. The name
+  // is the same on every machine: "device 0 pool" with one device or several.
+  PoolOptions options = pool_options(1024 * mebibyte, detail::concat("device ", device, " pool"));
   options.maximum_size = budget_from_environment();
   auto* made = new PooledStack<DeviceMemoryResource>(DeviceMemoryResource(Device{device}),
                                                      std::move(options));

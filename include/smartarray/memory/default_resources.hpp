@@ -6,7 +6,7 @@
  * For each device there is a built-in device resource and a built-in pinned resource, each a
  * `StatisticsAdaptor` over a `PoolResource` over the raw upstream:
  *
- *     StatisticsAdaptor -> PoolResource ("device pool") -> DeviceMemoryResource
+ *     StatisticsAdaptor -> PoolResource ("device 0 pool") -> DeviceMemoryResource
  *     StatisticsAdaptor -> PoolResource ("pinned pool") -> PinnedMemoryResource
  *
  * They are built on first use over the active backend and never destroyed: arrays, streams and the

@@ -49,7 +49,7 @@ struct PoolOptions {
   std::size_t max_chunk_size = std::size_t{1} << 30;
   /// A hard limit on the bytes held from upstream; none when empty.
   std::optional<std::size_t> maximum_size;
-  /// The pool's name in error messages ("device pool", "pinned pool").
+  /// The pool's name in error messages ("device 0 pool", "pinned pool").
   std::string name = "pool";
 };
 
