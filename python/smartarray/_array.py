@@ -408,7 +408,8 @@ class SmartArray(_ext._Core):
         ufunc call), as Numba's device array."""
         handle = stream if stream.__class__ is int else stream_handle(stream)
         ptr = self._device_ptr(access, handle)
-        return numba_device_array(self, ptr) or DeviceArrayView(self, ptr, handle, access == READ)
+        dev = numba_device_array(self, ptr)
+        return dev if dev is not None else DeviceArrayView(self, ptr, handle, access == READ)
 
     # --- __cuda_array_interface__ and DLPack (_interop.py) --------------------------------------
 

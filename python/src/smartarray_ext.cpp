@@ -56,11 +56,10 @@ sa::StreamRef stream_of(std::uintptr_t handle) {
 sa::Device device_of(int device) {
   const int count = sa::device_count();
   if (device < 0 || device >= count) {
-    throw std::invalid_argument("device ordinal " + std::to_string(device) +
-                                " is out of range: the " + std::string(sa::to_string(sa::backend())) +
-                                " backend has " + std::to_string(count) +
-                                (count == 1 ? " device (ordinal 0)" : " devices (ordinals 0 to " +
-                                                                           std::to_string(count - 1) + ")"));
+    throw std::invalid_argument(sa::detail::concat(
+        "device ordinal ", device, " is out of range: the ", sa::to_string(sa::backend()),
+        " backend has ", count, count == 1 ? " device (ordinal 0)" : " devices (ordinals 0 to ",
+        count == 1 ? "" : std::to_string(count - 1) + ")"));
   }
   return sa::Device{device};
 }
@@ -350,7 +349,7 @@ NB_MODULE(_ext, m) {
            })
       .def("_wrap_device",
            [](Core& c, std::uintptr_t ptr, std::size_t nbytes, int device) {
-             // wrap_device takes the memory for the current device's.
+             // wrap_device makes the memory the copy of the current device.
              const sa::DeviceGuard on(device_of(device));
              *c.shared = sa::wrap_device<std::byte>(reinterpret_cast<std::byte*>(ptr), nbytes);
            })
