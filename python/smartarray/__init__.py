@@ -63,7 +63,11 @@ def _shaped(shape, dtype, strides, order):
 
 def _order_of_strides(shape, strides, itemsize):
     from ._array import _contiguous_order, _normalize_shape
-    return _contiguous_order(_normalize_shape(shape), tuple(strides), itemsize)
+    shape, strides = _normalize_shape(shape, itemsize), tuple(strides)
+    if len(strides) != len(shape):
+        raise ValueError(f"strides {strides} do not match the {len(shape)} dimensions of shape "
+                         f"{shape}")
+    return _contiguous_order(shape, strides, itemsize)
 
 
 def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0, device=None):
@@ -106,7 +110,8 @@ def _init_empty(out, shape, dtype, order, mode, **kw):
     _ext._Core.__init__(out)
     out._owner = None
     out.stream = 0
-    out._configure(_normalize_shape(shape), _check_dtype(dtype), order)
+    dt = _check_dtype(dtype)
+    out._configure(_normalize_shape(shape, dt.itemsize), dt, order)
     out._alloc_host(0, out.nbytes, mode, **kw)
 
 

@@ -15,7 +15,7 @@ from ._devices import creation_stream, current_or
 from ._dtypes import buffer_format, check_dtype, dlpack_code
 from ._numba import NumbaType, ensure_hooks
 from ._streams import stream_handle
-from ._views import DeviceArrayView, device_object, ndarray_at, numba_device_array
+from ._views import DeviceArrayView, device_object, keeper, ndarray_at, numba_device_array
 
 READ, READ_WRITE, DISCARD = 0, 1, 2
 
@@ -37,7 +37,9 @@ def _layout(shape, itemsize, order):
     return tuple(strides)
 
 
-def _normalize_shape(shape):
+def _normalize_shape(shape, itemsize=1):
+    """`shape` as a tuple of ints; ValueError for a negative extent, OverflowError when its bytes
+    do not fit a 64-bit size."""
     if shape is None:
         raise TypeError("SmartArray: give obj or shape")
     if isinstance(shape, (int, np.integer)):
@@ -45,6 +47,9 @@ def _normalize_shape(shape):
     shape = tuple(operator.index(s) for s in shape)
     if any(s < 0 for s in shape):
         raise ValueError(f"SmartArray: negative dimension in shape {shape}")
+    if math.prod(shape) * itemsize >= 1 << 63:
+        raise OverflowError(f"SmartArray: shape {shape} of {itemsize}-byte elements is "
+                            f"{math.prod(shape) * itemsize} bytes, more than any array can hold")
     return shape
 
 
@@ -93,8 +98,8 @@ class SmartArray(_ext._Core):
         handle = creation_stream(self.stream, device)
         ensure_hooks()
         if obj is None:
-            shape = _normalize_shape(shape)
             dt = check_dtype(np.float64 if dtype is None else dtype)
+            shape = _normalize_shape(shape, dt.itemsize)
             self._configure(shape, dt, "F" if order == "F" else "C")
             if where == "gpu":
                 self._alloc_device(self.nbytes, handle, mode)
@@ -104,6 +109,9 @@ class SmartArray(_ext._Core):
         if isinstance(obj, SmartArray) or (not isinstance(obj, np.ndarray) and (
                 hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__"))):
             if not copy:
+                if shape is not None or dtype is not None:
+                    raise ValueError("SmartArray(obj, copy=False): shape= and dtype= would need a "
+                                     "copy; a zero-copy import keeps the producer's")
                 _interop.adopt(self, obj, device)
                 return
             obj = obj.copy_to_host() if isinstance(obj, SmartArray) else _interop.to_numpy(obj)
@@ -228,7 +236,7 @@ class SmartArray(_ext._Core):
         """The host copy as a NumPy array (refreshed when stale: one D2H), not marked changed.
         After writing through it, call host_changed()."""
         ptr = self._host()
-        return ndarray_at(ptr, self._shape, self._strides, self._dtype, False, self)
+        return ndarray_at(ptr, self._shape, self._strides, self._dtype, False, keeper(self))
 
     def host_changed(self):
         """The host copy was modified: the device copy becomes stale."""
@@ -265,7 +273,8 @@ class SmartArray(_ext._Core):
         """The C++ acquire API on the host: a NumPy view, made valid for `access`."""
         code = _access_code(access)
         ptr = self._host_ptr(code)
-        return ndarray_at(ptr, self._shape, self._strides, self._dtype, code == READ, self)
+        return ndarray_at(ptr, self._shape, self._strides, self._dtype, code == READ,
+                          keeper(self))
 
     def buffer(self, writable=False):
         """The host copy through the buffer protocol (``memoryview(a.buffer())``,
@@ -279,7 +288,6 @@ class SmartArray(_ext._Core):
         buf._set_layout(list(self._shape), list(self._strides), buffer_format(self._dtype),
                         self._dtype.itemsize, dlpack_code(self._dtype))
         buf._set_writable(bool(writable))
-        buf.owner = self
         return buf
 
     def is_valid(self, side, device=None):
@@ -390,6 +398,12 @@ class SmartArray(_ext._Core):
         if isinstance(key, (int, np.integer)) or (isinstance(key, tuple) and all(
                 isinstance(k, (int, np.integer)) for k in key)):
             _check_index(key, self._shape)
+        # Validate, then act: NumPy first assigns into a stand-in of this shape and dtype whose
+        # every element is one scalar (zero strides), so a bad key or value raises before the
+        # read_write acquire makes the device copy stale.
+        stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, self._dtype), self._shape,
+                                                   (0,) * self.ndim)
+        stand_in[key] = value
         self.host_view("read_write")[key] = value
 
     def __repr__(self):

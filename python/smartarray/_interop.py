@@ -5,6 +5,7 @@ own stream), or the one that DLPack's ``dl_device`` names. An import of device m
 without a copy as that device's copy.
 """
 import math
+import operator
 
 import numpy as np
 
@@ -57,11 +58,17 @@ def dlpack(array, stream, max_version, dl_device, copy):
     versioned capsule; a read_write acquire (device becomes stale) in a legacy one.
     copy=True: a host copy (NumPy's); copy=True on the device raises BufferError.
     """
-    versioned = max_version is not None and tuple(max_version)[0] >= 1
+    versioned = _pair(max_version, "max_version")[0] >= 1 if max_version is not None else False
+    if stream is not None and (not isinstance(stream, int) or isinstance(stream, bool)):
+        raise TypeError(f"__dlpack__: stream must be None or an int, not {stream!r}")
+    if stream is not None and stream < -1:
+        raise ValueError(f"__dlpack__: stream {stream} is neither -1 nor a stream")
     on_cuda = _ext.backend() == "cuda"
     device = None
     if dl_device is not None:
-        dev_type, dev_id = int(dl_device[0]), int(dl_device[1])
+        dev_type, dev_id = _pair(dl_device, "dl_device")
+        if dev_type == kDLCPU and dev_id != 0:
+            raise BufferError(f"__dlpack__: dl_device {tuple(dl_device)}: the CPU is device 0")
         if dev_type == kDLCUDA:
             if not on_cuda:
                 raise BufferError("__dlpack__: dl_device=kDLCUDA but the host backend has no GPU")
@@ -86,6 +93,15 @@ def dlpack(array, stream, max_version, dl_device, copy):
     if consumer == 0 and ordinal != _ext._current_device():
         consumer = _ext._default_stream(ordinal)  # the legacy default stream of that device
     return array._dlpack(versioned, False, READ_WRITE, handle, ordinal, consumer)
+
+
+def _pair(value, name):
+    """A DLPack argument that is a pair of ints ((major, minor), (device type, device id))."""
+    try:
+        first, second = value
+        return operator.index(first), operator.index(second)
+    except (TypeError, ValueError):
+        raise TypeError(f"__dlpack__: {name} must be a pair of ints, not {value!r}") from None
 
 
 # --- imports ---------------------------------------------------------------------------------------

@@ -56,14 +56,23 @@ def stream_handle(stream):
     if isinstance(stream, bool):
         raise TypeError("stream: expected a stream or an int handle, not a bool")
     if isinstance(stream, int):
-        if stream < 0:
-            raise ValueError(f"stream: a handle cannot be negative ({stream})")
-        return stream
+        return _checked(stream)
     handle = _handles.get(id(stream))
     if handle is not None and _kept.get(handle) is stream:  # a kept stream: no attribute lookups
         return handle
-    handle = _object_handle(stream)
+    handle = _checked(_object_handle(stream))  # a bad stream object is never kept
     _keep(handle, stream)
+    return handle
+
+
+def _checked(handle):
+    """`handle`, once it is a pointer-sized value and, on the host backend, a live stream: a bad
+    handle raises ValueError naming it before anything uses it. On the cuda backend a foreign
+    cudaStream_t cannot be checked without undefined behaviour, so it is trusted."""
+    if not 0 <= handle < 1 << 64:
+        raise ValueError(f"stream: {handle} is not a stream handle (0 to 2**64 - 1)")
+    if handle:
+        _ext._check_stream(handle)
     return handle
 
 

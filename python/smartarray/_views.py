@@ -17,6 +17,19 @@ def no_gpu_error(what):
         "or use host(), np.asarray() or __dlpack__ for the data")
 
 
+def keeper(array):
+    """An object that keeps `array`'s C++ array alive, but not the Python SmartArray: what NumPy
+    views and Numba arrays over its memory hold. NumPy arrays are invisible to the garbage
+    collector, so a view holding the SmartArray (stored on it, ``a.h = a.host()``) would make a
+    cycle that is never collected; the C++ array keeps the memory valid after ``del a`` all the
+    same. Made once per array."""
+    kept = array.__dict__.get("_keeper")
+    if kept is None:
+        kept = array._keeper = _ext._Core()
+        kept._share(array)
+    return kept
+
+
 class _Raw:
     """An object with ``__array_interface__`` over raw host memory, keeping `owner` alive."""
 
@@ -83,7 +96,7 @@ class DeviceArrayView:
             raise RuntimeError("emulated_ndarray(): only on the host backend (this is a real GPU)")
         _ext._synchronize(self._stream)
         o = self._owner
-        return ndarray_at(self._ptr, o.shape, o.strides, o.dtype, self.readonly, self)
+        return ndarray_at(self._ptr, o.shape, o.strides, o.dtype, self.readonly, keeper(o))
 
     def __repr__(self):
         return (f"<smartarray.DeviceArrayView shape={self.shape} dtype={self.dtype} "
@@ -141,6 +154,5 @@ class _CaiCarrier:
     __slots__ = ("__cuda_array_interface__", "_core")
 
     def __init__(self, owner, ptr):
-        self._core = _ext._Core()
-        self._core._share(owner)
+        self._core = keeper(owner)
         self.__cuda_array_interface__ = cai_dict(owner, ptr, False, None)

@@ -12,6 +12,7 @@
 #include <smartarray/smartarray.hpp>
 #include <smartarray/adapters/numba.hpp>
 #include <smartarray/diagnostics/observability.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/runtime/runtime.hpp>
 #include <smartarray/runtime/stream.hpp>
 
@@ -186,24 +187,19 @@ PyType_Slot core_slots[] = {{Py_bf_getbuffer, reinterpret_cast<void*>(core_getbu
 // --- DLPack export ------------------------------------------------------------------------------
 
 struct ExportCtx {
-  PyObject* owner;  // the SmartArray, kept alive while the consumer holds the tensor
+  // The C++ array, kept alive while the consumer holds the tensor. Not the Python SmartArray: a
+  // NumPy array made from the capsule is invisible to the garbage collector, so a reference to
+  // the SmartArray could close a cycle that is never collected (an array holding such a view).
+  std::shared_ptr<sa::SmartArray<std::byte>> array;
   std::vector<int64_t> shape, strides;
 };
 
-void release_owner(ExportCtx* ctx) {
-  if (Py_IsInitialized()) {
-    PyGILState_STATE g = PyGILState_Ensure();
-    Py_XDECREF(ctx->owner);
-    PyGILState_Release(g);
-  }
-  delete ctx;
-}
 void delete_versioned(DLManagedTensorVersioned* t) {
-  release_owner(static_cast<ExportCtx*>(t->manager_ctx));
+  delete static_cast<ExportCtx*>(t->manager_ctx);
   delete t;
 }
 void delete_legacy(DLManagedTensor* t) {
-  release_owner(static_cast<ExportCtx*>(t->manager_ctx));
+  delete static_cast<ExportCtx*>(t->manager_ctx);
   delete t;
 }
 void capsule_versioned_destructor(PyObject* capsule) {
@@ -230,8 +226,7 @@ nb::object make_capsule(Core& core, bool versioned, bool on_host, int access,
   void* data = on_host ? reinterpret_cast<void*>(core.host_ptr(access, std::nullopt))
                        : reinterpret_cast<void*>(core.device_ptr(access, stream));
   if (!on_host) sa::detail::stream_wait_stream(stream_of(consumer_stream), stream_of(stream));
-  nb::handle self = nb::find(&core);
-  auto* ctx = new ExportCtx{Py_NewRef(self.ptr()), core.dl_shape, core.dl_strides};
+  auto* ctx = new ExportCtx{core.shared, core.dl_shape, core.dl_strides};
   DLTensor tensor{};
   tensor.data = data;
   tensor.device = on_host ? DLDevice{kDLCPU, 0} : DLDevice{kDLCUDA, device_id};
@@ -397,7 +392,7 @@ NB_MODULE(_ext, m) {
       .def("_dlpack", &make_capsule, nb::arg("versioned"), nb::arg("on_host"), nb::arg("access"),
            nb::arg("stream"), nb::arg("device_id"), nb::arg("consumer_stream") = 0);
 
-  nb::class_<HostBuffer, Core>(m, "_HostBuffer", nb::type_slots(core_slots), nb::dynamic_attr())
+  nb::class_<HostBuffer, Core>(m, "_HostBuffer", nb::type_slots(core_slots))
       .def(nb::init<>())
       .def("_set_writable", [](HostBuffer& c, bool w) { c.writable_export = w; });
 
@@ -424,6 +419,16 @@ NB_MODULE(_ext, m) {
   });
   m.def("_stream_device", [](std::uintptr_t stream) {
     return sa::stream_device(stream_of(stream)).ordinal;
+  });
+  m.def("_check_stream", [](std::uintptr_t stream) {
+    // The host backend knows its streams; the cuda backend trusts a foreign cudaStream_t, which
+    // it cannot check without undefined behaviour.
+    if (sa::backend() != sa::BackendKind::host) return;
+    try {
+      (void)sa::detail::runtime().query(stream_of(stream));  // throws for a stream it does not know
+    } catch (const sa::logic_error& e) {
+      throw std::invalid_argument(e.what());
+    }
   });
   m.def("_pointer_device", &pointer_device);
   m.attr("_default_stream_base") = sa::detail::device_default_stream_base;
