@@ -15,6 +15,7 @@ from ._devices import (Device, device_count, device_name, device_transfer_stats,
 from ._dtypes import SUPPORTED as supported_dtypes
 from ._dtypes import check_dtype as _check_dtype
 from ._interop import asarray, from_dlpack
+from ._layout import contiguous_order, normalize_shape
 from ._streams import forget_stream, forget_unused_streams, stream_handle
 from ._views import DeviceArrayView
 
@@ -62,12 +63,11 @@ def _shaped(shape, dtype, strides, order):
 
 
 def _order_of_strides(shape, strides, itemsize):
-    from ._array import _contiguous_order, _normalize_shape
-    shape, strides = _normalize_shape(shape, itemsize), tuple(strides)
+    shape, strides = normalize_shape(shape, itemsize), tuple(strides)
     if len(strides) != len(shape):
         raise ValueError(f"strides {strides} do not match the {len(shape)} dimensions of shape "
                          f"{shape}")
-    return _contiguous_order(shape, strides, itemsize)
+    return contiguous_order(shape, strides, itemsize)
 
 
 def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0, device=None):
@@ -106,12 +106,11 @@ def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, por
 
 
 def _init_empty(out, shape, dtype, order, mode, **kw):
-    from ._array import _normalize_shape
     _ext._Core.__init__(out)
     out._owner = None
     out.stream = 0
     dt = _check_dtype(dtype)
-    out._configure(_normalize_shape(shape, dt.itemsize), dt, order)
+    out._configure(normalize_shape(shape, dt.itemsize), dt, order)
     out._alloc_host(0, out.nbytes, mode, **kw)
 
 

@@ -6,13 +6,14 @@ the buffer protocol; the device side through ``gpu()``, ``__cuda_array_interface
 ``__dlpack__``.
 """
 import math
-import operator
 
 import numpy as np
 
 from . import _ext, _interop
 from ._devices import creation_stream, current_or
 from ._dtypes import buffer_format, check_dtype, dlpack_code
+from ._layout import (check_index, contiguous_order, contiguous_strides, normalize_shape,
+                      reshaped)
 from ._numba import NumbaType, ensure_hooks
 from ._streams import stream_handle
 from ._views import DeviceArrayView, device_object, keeper, ndarray_at, numba_device_array
@@ -24,49 +25,6 @@ def backend():
     """'cuda' on a machine with a usable GPU, else 'host' (the emulated device);
     SMARTARRAY_BACKEND=host|cuda chooses."""
     return _ext.backend()
-
-
-def _layout(shape, itemsize, order):
-    """Byte strides of a contiguous array in C or F order."""
-    strides = [0] * len(shape)
-    step = itemsize
-    dims = range(len(shape) - 1, -1, -1) if order == "C" else range(len(shape))
-    for i in dims:
-        strides[i] = step
-        step *= max(shape[i], 1)
-    return tuple(strides)
-
-
-def _normalize_shape(shape, itemsize=1):
-    """`shape` as a tuple of ints; ValueError for a negative extent, OverflowError when its bytes
-    do not fit a 64-bit size."""
-    if shape is None:
-        raise TypeError("SmartArray: give obj or shape")
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    shape = tuple(operator.index(s) for s in shape)
-    if any(s < 0 for s in shape):
-        raise ValueError(f"SmartArray: negative dimension in shape {shape}")
-    if math.prod(shape) * itemsize >= 1 << 63:
-        raise OverflowError(f"SmartArray: shape {shape} of {itemsize}-byte elements is "
-                            f"{math.prod(shape) * itemsize} bytes, more than any array can hold")
-    return shape
-
-
-def _contiguous_order(shape, strides, itemsize):
-    """'C' or 'F' when (shape, byte strides) is contiguous in that order, else None."""
-    if strides is None or math.prod(shape) <= 1:
-        return "C"
-    if tuple(strides) == _layout(shape, itemsize, "C"):
-        return "C"
-    if tuple(strides) == _layout(shape, itemsize, "F"):
-        return "F"
-    # Dimensions of extent 1 may carry any stride.
-    c = all(s == e or n == 1 for s, e, n in zip(strides, _layout(shape, itemsize, "C"), shape))
-    if c:
-        return "C"
-    f = all(s == e or n == 1 for s, e, n in zip(strides, _layout(shape, itemsize, "F"), shape))
-    return "F" if f else None
 
 
 class SmartArray(_ext._Core):
@@ -99,7 +57,7 @@ class SmartArray(_ext._Core):
         ensure_hooks()
         if obj is None:
             dt = check_dtype(np.float64 if dtype is None else dtype)
-            shape = _normalize_shape(shape, dt.itemsize)
+            shape = normalize_shape(shape, dt.itemsize)
             self._configure(shape, dt, "F" if order == "F" else "C")
             if where == "gpu":
                 self._alloc_device(self.nbytes, handle, mode)
@@ -142,7 +100,7 @@ class SmartArray(_ext._Core):
         self._shape = tuple(shape)
         self._dtype = dtype
         self._order = order
-        self._strides = _layout(self._shape, dtype.itemsize, order)
+        self._strides = contiguous_strides(self._shape, dtype.itemsize, order)
         self._set_layout(list(self._shape), list(self._strides), buffer_format(dtype),
                          dtype.itemsize, dlpack_code(dtype))
 
@@ -198,30 +156,7 @@ class SmartArray(_ext._Core):
     def reshape(self, *newshape, order="C"):
         """A view with a new shape, sharing this array's data and residency (no copy). Only
         reshapes that keep the memory order are possible (as for Numba device arrays)."""
-        if len(newshape) == 1 and not isinstance(newshape[0], (int, np.integer)):
-            newshape = tuple(newshape[0])
-        newshape = list(newshape)
-        if newshape.count(-1) > 1:
-            raise ValueError("reshape: only one dimension can be -1")
-        if -1 in newshape:
-            known = math.prod(s for s in newshape if s != -1)
-            if known == 0 or self.size % known:
-                raise ValueError(f"reshape: cannot reshape size {self.size} into {tuple(newshape)}")
-            newshape[newshape.index(-1)] = self.size // known
-        newshape = _normalize_shape(newshape)
-        if math.prod(newshape) != self.size:
-            raise ValueError(f"reshape: cannot reshape size {self.size} into {newshape}")
-        if order not in ("C", "F"):
-            raise ValueError(f"reshape: order must be 'C' or 'F', not {order!r}")
-        if order != self._order and self.ndim > 1 and len(newshape) > 1 and self.size > 1:
-            raise NotImplementedError(
-                f"reshape: order={order!r} on an {self._order}-ordered array would need a copy")
-        if order != self._order and self.ndim > 1 and self.size > 1 and len(newshape) <= 1:
-            raise NotImplementedError("reshape: flattening in the other order would need a copy")
-        mem_order = self._order if len(newshape) > 1 else order
-        if self.ndim <= 1:
-            mem_order = order
-        return self._view(newshape, mem_order)
+        return self._view(*reshaped(self._shape, self._order, newshape, order))
 
     def ravel(self, order="C"):
         """The array flattened, as a view (no copy) when the order matches the memory order."""
@@ -322,7 +257,7 @@ class SmartArray(_ext._Core):
                 raise ValueError(f"copy_to_host: out has dtype {out.dtype}, the array {self._dtype}")
             if not out.flags.writeable:
                 raise ValueError("copy_to_host: out is read-only")
-            if _contiguous_order(out.shape, out.strides, out.itemsize) != self._order and not (
+            if contiguous_order(out.shape, out.strides, out.itemsize) != self._order and not (
                     out.flags.c_contiguous and self.is_c_contiguous()) and not (
                     out.flags.f_contiguous and self._order == "F"):
                 raise ValueError(f"copy_to_host: out must be {self._order}-contiguous "
@@ -391,13 +326,13 @@ class SmartArray(_ext._Core):
     def __getitem__(self, key):
         if isinstance(key, (int, np.integer)) or (isinstance(key, tuple) and all(
                 isinstance(k, (int, np.integer)) for k in key)):
-            _check_index(key, self._shape)
+            check_index(key, self._shape)
         return self.host_view("read")[key]
 
     def __setitem__(self, key, value):
         if isinstance(key, (int, np.integer)) or (isinstance(key, tuple) and all(
                 isinstance(k, (int, np.integer)) for k in key)):
-            _check_index(key, self._shape)
+            check_index(key, self._shape)
         # Validate, then act: NumPy first assigns into a stand-in of this shape and dtype whose
         # every element is one scalar (zero strides), so a bad key or value raises before the
         # read_write acquire makes the device copy stale.
@@ -451,12 +386,3 @@ def _access_code(access):
     if access not in codes:
         raise ValueError(f"access must be 'read', 'read_write' or 'discard', not {access!r}")
     return codes[access]
-
-
-def _check_index(key, shape):
-    key = key if isinstance(key, tuple) else (key,)
-    if len(key) > len(shape):
-        raise IndexError(f"too many indices: {len(key)} for an array of {len(shape)} dimensions")
-    for axis, (k, n) in enumerate(zip(key, shape)):
-        if not -n <= k < n:
-            raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")

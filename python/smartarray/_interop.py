@@ -12,6 +12,7 @@ import numpy as np
 from . import _ext
 from ._devices import current_or, device_guard
 from ._dtypes import check_dtype, from_dlpack_code
+from ._layout import contiguous_order
 from ._streams import from_protocol_stream
 from ._views import cai_dict, no_gpu_error
 
@@ -113,7 +114,7 @@ def to_numpy(obj):
 
 def adopt(self, obj, device=None):
     """Makes `self` a zero-copy wrapper of a producer's memory (from_dlpack / asarray)."""
-    from ._array import SmartArray, _contiguous_order
+    from ._array import SmartArray
 
     if isinstance(obj, SmartArray):
         self._share(obj)
@@ -121,7 +122,7 @@ def adopt(self, obj, device=None):
         self._configure(obj.shape, obj.dtype, obj._order)
         return
     ptr, dev_type, dev_id, shape, strides, dt, keep = _import(obj)
-    order = _contiguous_order(shape, strides, dt.itemsize)
+    order = contiguous_order(shape, strides, dt.itemsize)
     if order is None:
         raise ValueError(f"from_dlpack: the producer's array is not contiguous (shape {shape}, "
                          f"byte strides {strides})")

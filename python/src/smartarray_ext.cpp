@@ -1,7 +1,11 @@
 // The smartarray Python extension: a type-erased SmartArray<std::byte> (the residency, transfers
-// and streams stay in C++), the buffer protocol, and DLPack capsules. Shape, dtype and order live
-// in the Python class (python/smartarray/_array.py), which subclasses _Core and hands the layout
-// down through _set_layout for the buffer protocol. Plain C++: the public headers compile with g++.
+// and streams stay in C++; core.hpp), the buffer protocol, and DLPack capsules (dlpack.hpp). Shape,
+// dtype and order live in the Python class (python/smartarray/_array.py), which subclasses _Core
+// and hands the layout down through _set_layout for the buffer protocol. Plain C++: the public
+// headers compile with g++.
+#include "core.hpp"
+#include "dlpack.hpp"
+
 #include <cuda_runtime_api.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
@@ -28,30 +32,9 @@
 
 namespace nb = nanobind;
 namespace sa = smartarray;
+using namespace smartarray_python;
 
 namespace {
-
-// --- DLPack 1.x (dlpack.h), the subset used here --------------------------------------------
-struct DLPackVersion { uint32_t major; uint32_t minor; };
-struct DLDevice { int32_t device_type; int32_t device_id; };
-struct DLDataType { uint8_t code; uint8_t bits; uint16_t lanes; };
-struct DLTensor {
-  void* data; DLDevice device; int32_t ndim; DLDataType dtype;
-  int64_t* shape; int64_t* strides; uint64_t byte_offset;
-};
-struct DLManagedTensor {
-  DLTensor dl_tensor; void* manager_ctx; void (*deleter)(DLManagedTensor*);
-};
-struct DLManagedTensorVersioned {
-  DLPackVersion version; void* manager_ctx; void (*deleter)(DLManagedTensorVersioned*);
-  uint64_t flags; DLTensor dl_tensor;
-};
-constexpr uint64_t kReadOnly = 1;
-constexpr int32_t kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
-
-sa::StreamRef stream_of(std::uintptr_t handle) {
-  return sa::StreamRef(reinterpret_cast<void*>(handle));
-}
 
 /// A device ordinal from Python: ValueError (std::invalid_argument) naming it and the count.
 sa::Device device_of(int device) {
@@ -77,15 +60,6 @@ int pointer_device(std::uintptr_t ptr) {
   return attributes.type == cudaMemoryTypeDevice ? attributes.device : -1;
 }
 
-sa::Access access_of(int access) {
-  switch (access) {
-    case 0: return sa::Access::read;
-    case 1: return sa::Access::read_write;
-    case 2: return sa::Access::discard;
-  }
-  throw std::invalid_argument("access must be 0 (read), 1 (read_write) or 2 (discard)");
-}
-
 sa::MemoryMode mode_of(const std::string& mode) {
   if (mode == "explicit") return sa::MemoryMode::explicit_copy;
   if (mode == "pageable") return sa::MemoryMode::pageable;
@@ -107,32 +81,6 @@ nb::dict stats_dict(const sa::TransferStats& s) {
   d["wait_count"] = s.wait_count;
   return d;
 }
-
-/// The C++ state of one Python SmartArray.
-struct Core {
-  // Shared by the views that reshape() and ravel() make: one residency, several layouts.
-  std::shared_ptr<sa::SmartArray<std::byte>> shared = std::make_shared<sa::SmartArray<std::byte>>();
-  sa::SmartArray<std::byte>& arr() const { return *shared; }
-  // Layout, for the buffer protocol and DLPack (set by the Python class).
-  std::vector<Py_ssize_t> shape{0};
-  std::vector<Py_ssize_t> strides{1};
-  std::string format = "B";
-  Py_ssize_t itemsize = 1;
-  std::vector<int64_t> dl_shape{0}, dl_strides{1};  // strides in elements
-  DLDataType dl_dtype{1, 8, 1};
-  int exports = 0;  // live buffer-protocol exports
-  bool writable_export = false;  // a _HostBuffer made by SmartArray.buffer(writable=True)
-
-  std::size_t nbytes() const { return arr().size(); }
-  std::uintptr_t host_ptr(int access, std::optional<std::uintptr_t> stream) {
-    std::optional<sa::StreamRef> s;
-    if (stream) s = stream_of(*stream);
-    return reinterpret_cast<std::uintptr_t>(arr().host_view(access_of(access), s).data());
-  }
-  std::uintptr_t device_ptr(int access, std::uintptr_t stream) {
-    return reinterpret_cast<std::uintptr_t>(arr().device_view(access_of(access), stream_of(stream)).data());
-  }
-};
 
 // --- buffer protocol ----------------------------------------------------------------------------
 
@@ -183,132 +131,6 @@ void core_releasebuffer(PyObject* self, Py_buffer*) { --nb::inst_ptr<Core>(self)
 PyType_Slot core_slots[] = {{Py_bf_getbuffer, reinterpret_cast<void*>(core_getbuffer)},
                             {Py_bf_releasebuffer, reinterpret_cast<void*>(core_releasebuffer)},
                             {0, nullptr}};
-
-// --- DLPack export ------------------------------------------------------------------------------
-
-struct ExportCtx {
-  // The C++ array, kept alive while the consumer holds the tensor. Not the Python SmartArray: a
-  // NumPy array made from the capsule is invisible to the garbage collector, so a reference to
-  // the SmartArray could close a cycle that is never collected (an array holding such a view).
-  std::shared_ptr<sa::SmartArray<std::byte>> array;
-  std::vector<int64_t> shape, strides;
-};
-
-void delete_versioned(DLManagedTensorVersioned* t) {
-  delete static_cast<ExportCtx*>(t->manager_ctx);
-  delete t;
-}
-void delete_legacy(DLManagedTensor* t) {
-  delete static_cast<ExportCtx*>(t->manager_ctx);
-  delete t;
-}
-void capsule_versioned_destructor(PyObject* capsule) {
-  if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {  // never consumed
-    auto* t = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
-    if (t && t->deleter) t->deleter(t);
-  } else {
-    PyErr_Clear();
-  }
-}
-void capsule_legacy_destructor(PyObject* capsule) {
-  if (PyCapsule_IsValid(capsule, "dltensor")) {
-    auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
-    if (t && t->deleter) t->deleter(t);
-  } else {
-    PyErr_Clear();
-  }
-}
-
-/// A capsule over the host copy (device_type kDLCPU) or the device copy.
-/// A device capsule is acquired on `stream` (the array's); `consumer_stream` then waits for it.
-nb::object make_capsule(Core& core, bool versioned, bool on_host, int access,
-                        std::uintptr_t stream, int device_id, std::uintptr_t consumer_stream) {
-  void* data = on_host ? reinterpret_cast<void*>(core.host_ptr(access, std::nullopt))
-                       : reinterpret_cast<void*>(core.device_ptr(access, stream));
-  if (!on_host) sa::detail::stream_wait_stream(stream_of(consumer_stream), stream_of(stream));
-  auto* ctx = new ExportCtx{core.shared, core.dl_shape, core.dl_strides};
-  DLTensor tensor{};
-  tensor.data = data;
-  tensor.device = on_host ? DLDevice{kDLCPU, 0} : DLDevice{kDLCUDA, device_id};
-  tensor.ndim = static_cast<int32_t>(ctx->shape.size());
-  tensor.dtype = core.dl_dtype;
-  tensor.shape = ctx->shape.data();
-  tensor.strides = ctx->strides.data();
-  tensor.byte_offset = 0;
-  PyObject* capsule = nullptr;
-  if (versioned) {
-    auto* t = new DLManagedTensorVersioned{};
-    t->version = {1, 0};
-    t->manager_ctx = ctx;
-    t->deleter = delete_versioned;
-    t->flags = access == 0 ? kReadOnly : 0;
-    t->dl_tensor = tensor;
-    capsule = PyCapsule_New(t, "dltensor_versioned", capsule_versioned_destructor);
-    if (!capsule) { delete_versioned(t); throw nb::python_error(); }
-  } else {
-    auto* t = new DLManagedTensor{};
-    t->dl_tensor = tensor;
-    t->manager_ctx = ctx;
-    t->deleter = delete_legacy;
-    capsule = PyCapsule_New(t, "dltensor", capsule_legacy_destructor);
-    if (!capsule) { delete_legacy(t); throw nb::python_error(); }
-  }
-  return nb::steal(capsule);
-}
-
-// --- DLPack import ------------------------------------------------------------------------------
-
-/// Keeps an imported tensor alive; calls the producer's deleter when the last SmartArray over it
-/// goes away.
-struct Imported {
-  DLManagedTensor* legacy = nullptr;
-  DLManagedTensorVersioned* versioned = nullptr;
-  Imported() = default;
-  Imported(const Imported&) = delete;
-  Imported& operator=(const Imported&) = delete;
-  ~Imported() {
-    if (versioned && versioned->deleter) versioned->deleter(versioned);
-    if (legacy && legacy->deleter) legacy->deleter(legacy);
-  }
-};
-
-nb::tuple import_capsule(nb::handle capsule_obj) {
-  PyObject* capsule = capsule_obj.ptr();
-  auto keep = std::make_unique<Imported>();
-  DLTensor* t = nullptr;
-  bool readonly = false;
-  if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
-    keep->versioned = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
-    if (keep->versioned->version.major > 1) {
-      const auto major = keep->versioned->version.major;
-      keep->versioned = nullptr;  // the capsule stays unconsumed: its own destructor frees it
-      throw std::invalid_argument("from_dlpack: DLPack major version " + std::to_string(major) +
-                                  " is not supported (1 is)");
-    }
-    t = &keep->versioned->dl_tensor;
-    readonly = (keep->versioned->flags & kReadOnly) != 0;
-    PyCapsule_SetName(capsule, "used_dltensor_versioned");
-  } else if (PyCapsule_IsValid(capsule, "dltensor")) {
-    keep->legacy = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
-    t = &keep->legacy->dl_tensor;
-    PyCapsule_SetName(capsule, "used_dltensor");
-  } else {
-    PyErr_Clear();
-    throw std::invalid_argument("from_dlpack: not an unconsumed DLPack capsule");
-  }
-  nb::list shape, strides;
-  for (int i = 0; i < t->ndim; ++i) shape.append(t->shape[i]);
-  nb::object strides_obj = nb::none();
-  if (t->strides) {
-    for (int i = 0; i < t->ndim; ++i) strides.append(t->strides[i]);
-    strides_obj = strides;
-  }
-  auto ptr = reinterpret_cast<std::uintptr_t>(static_cast<char*>(t->data) + t->byte_offset);
-  nb::object keeper = nb::cast(keep.release(), nb::rv_policy::take_ownership);
-  return nb::make_tuple(ptr, t->device.device_type, t->device.device_id, shape, strides_obj,
-                        nb::make_tuple(t->dtype.code, t->dtype.bits, t->dtype.lanes), readonly,
-                        keeper);
-}
 
 }  // namespace
 
