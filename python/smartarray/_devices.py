@@ -140,6 +140,12 @@ def device_guard(ordinal):
         _ext._set_current_device(previous)
 
 
+def default_stream_of(ordinal):
+    """The handle of device `ordinal`'s default stream: 0 (the current device's) when it is
+    current, else the named default stream of that device."""
+    return 0 if ordinal == _ext._current_device() else _ext._default_stream(ordinal)
+
+
 def creation_stream(handle, device):
     """The stream on which a new array is first used: `handle` (0: the current device's default
     stream), or with `device` given, that device's default stream. ValueError when `handle`
@@ -148,7 +154,7 @@ def creation_stream(handle, device):
         return handle
     ordinal = _ordinal(device)
     if handle == 0:
-        return 0 if ordinal == _ext._current_device() else _ext._default_stream(ordinal)
+        return default_stream_of(ordinal)
     on = _ext._stream_device(handle)
     if on != ordinal:
         raise ValueError(f"stream {handle:#x} lives on device {on}, not on device={ordinal}")

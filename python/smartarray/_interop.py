@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from . import _ext
-from ._devices import current_or, device_guard
+from ._devices import current_or, default_stream_of, device_guard
 from ._dtypes import check_dtype, from_dlpack_code
 from ._layout import contiguous_order
 from ._streams import from_protocol_stream
@@ -29,7 +29,7 @@ def export_stream(array, device=None):
     ordinal = current_or(device)
     if array.stream != 0 and _ext._stream_device(array.stream) == ordinal:
         return array.stream, ordinal
-    return (0 if ordinal == _ext._current_device() else _ext._default_stream(ordinal)), ordinal
+    return default_stream_of(ordinal), ordinal
 
 
 def cuda_array_interface(array):
@@ -91,8 +91,8 @@ def dlpack(array, stream, max_version, dl_device, copy):
         raise BufferError("__dlpack__: copy=True on the device is not supported")
     handle, ordinal = export_stream(array, device)
     consumer = from_protocol_stream(stream)
-    if consumer == 0 and ordinal != _ext._current_device():
-        consumer = _ext._default_stream(ordinal)  # the legacy default stream of that device
+    if consumer == 0:
+        consumer = default_stream_of(ordinal)  # the legacy default stream of that device
     return array._dlpack(versioned, False, READ_WRITE, handle, ordinal, consumer)
 
 
