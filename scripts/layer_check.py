@@ -17,7 +17,7 @@ LAYERS = ["base", "diagnostics", "runtime", "memory", "views", "core", "adapters
 # at the top of include/smartarray/ besides config.hpp, error.hpp and smartarray.hpp only forward
 # to their new place (kept so that existing includes keep working): they count as the umbrella.
 MEMBERS = {
-    "base": ["config.hpp", "error.hpp"],
+    "base": ["config.hpp", "error.hpp", "detail/", "src/environment.cpp"],
     "diagnostics": ["diagnostics/", "src/observability.cpp",
                     "src/view_registry.cpp", "src/host_guard.cpp"],
     "runtime": ["runtime/", "src/runtime.cpp", "src/cuda/", "src/host/", "src/host_memory.hpp",

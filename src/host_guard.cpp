@@ -28,10 +28,8 @@ struct Record {
 constexpr std::size_t max_records = 4096;
 std::array<Record, max_records> records;
 
-std::atomic<bool> guard_on{[] {
-  const char* env = std::getenv("SMARTARRAY_STALE_HOST_GUARD");
-  return env != nullptr && std::strcmp(env, "1") == 0;
-}()};
+/// Off until set_stale_host_guard(), or SMARTARRAY_STALE_HOST_GUARD when the runtime starts.
+std::atomic<bool> guard_on{false};
 
 struct sigaction previous_handler {};
 

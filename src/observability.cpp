@@ -1,5 +1,6 @@
 // Counters, the ExpectTransfers guard and the migration trace.
 #include <smartarray/diagnostics/observability.hpp>
+#include <smartarray/detail/environment.hpp>
 #include <smartarray/error.hpp>
 
 #include <array>
@@ -66,13 +67,9 @@ TransferCounters& global_counters() noexcept {
 
 TransferStats global_transfer_stats() noexcept { return global_counters().snapshot(); }
 
-TransferCounters& device_counters(int device) noexcept {
+TransferCounters& detail::device_counters_unchecked(int device) noexcept {
   static std::array<TransferCounters, max_devices> counters;
   return counters[static_cast<std::size_t>(device)];
-}
-
-TransferStats device_transfer_stats(int device) noexcept {
-  return device_counters(device).snapshot();
 }
 
 namespace {
@@ -140,14 +137,20 @@ ExpectTransfers::~ExpectTransfers() {
 }
 
 namespace {
-/// Where trace lines go: nullptr when tracing is off.
+/// Where trace lines go: nullptr when tracing is off. A setting that cannot be used turns tracing
+/// off here; the first operation reports it (the runtime checks the setting when it starts).
 std::FILE* trace_sink() noexcept {
   static std::FILE* const sink = []() -> std::FILE* {
-    const char* setting = std::getenv("SMARTARRAY_TRACE");
-    if (setting == nullptr || *setting == '\0' || std::strcmp(setting, "0") == 0) return nullptr;
-    if (std::strcmp(setting, "1") == 0) return stderr;
-    std::FILE* file = std::fopen(setting, "a");
-    return file != nullptr ? file : stderr;
+    try {
+      const detail::TraceSetting setting = detail::trace_setting(std::getenv("SMARTARRAY_TRACE"));
+      switch (setting.kind) {
+        case detail::TraceSetting::Kind::off: return nullptr;
+        case detail::TraceSetting::Kind::stderr_stream: return stderr;
+        case detail::TraceSetting::Kind::file: return std::fopen(setting.path.c_str(), "a");
+      }
+    } catch (const std::exception&) {
+    }
+    return nullptr;
   }();
   return sink;
 }
@@ -207,7 +210,7 @@ void trace(std::FILE* sink, const TransferEvent& event) noexcept {
 void emit_transfer(const TransferEvent& event, TransferCounters* array) noexcept {
   add(global_counters(), event);
   if (array != nullptr) add(*array, event);
-  if (event.device >= 0 && event.device < max_devices) add(device_counters(event.device), event);
+  if (event.device >= 0 && event.device < max_devices) add(device_counters_unchecked(event.device), event);
   if (std::FILE* sink = trace_sink()) trace(sink, event);
 }
 }  // namespace detail

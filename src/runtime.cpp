@@ -1,6 +1,8 @@
 // The backend seam's common half: backend selection, the counted and fault-injectable wrappers
 // around each backend's do_* functions, recycled events, and the public stream API.
 #include <smartarray/runtime/detail/runtime.hpp>
+#include <smartarray/detail/environment.hpp>
+#include <smartarray/diagnostics/debug.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/diagnostics/observability.hpp>
 #include <smartarray/runtime/stream.hpp>
@@ -13,6 +15,7 @@
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -59,7 +62,16 @@ const char* copy_kind_name(CopyKind kind) noexcept {
 /// testing::set_peer_access_enabled(false) turns every peer pair off.
 std::atomic<bool> peer_access_enabled{true};
 
+/// The settings that no backend reads: checked when the first operation starts the runtime.
+void check_environment() {
+  (void)trace_setting(std::getenv("SMARTARRAY_TRACE"));
+  if (std::getenv("SMARTARRAY_STALE_HOST_GUARD") != nullptr) {
+    set_stale_host_guard(environment_switch("SMARTARRAY_STALE_HOST_GUARD", false));
+  }
+}
+
 Runtime* select_runtime() {
+  check_environment();
   const char* wanted = std::getenv("SMARTARRAY_BACKEND");
   if (wanted != nullptr && *wanted != '\0') {
     const std::string_view name{wanted};
@@ -197,8 +209,7 @@ bool Runtime::copy_to_device_now(std::span<const CopyRange> copies, StreamRef st
   // compute-sanitizer's initcheck (CUDA 13.0) does not see cudaMemcpyBatchAsync write its
   // destination and reports every read of those bytes; scripts/compute_sanitizer.sh sets it there.
   static const bool batched = [] {
-    const char* setting = std::getenv("SMARTARRAY_BATCHED_UPLOADS");
-    return setting == nullptr || std::strcmp(setting, "0") != 0;
+    return environment_switch("SMARTARRAY_BATCHED_UPLOADS", true);
   }();
   if (!batched) return false;
   for (const CopyRange& copy : copies) {
@@ -255,9 +266,39 @@ void forget_stream_device(StreamRef stream) noexcept {
 
 }  // namespace
 
+namespace {
+struct RetiredStreams {
+  std::mutex mutex;
+  // Each handle with the generation at which it last retired.
+  std::unordered_map<void*, std::uint64_t> handles;
+  std::atomic<std::uint64_t> generation{0};
+  // The handles of streams that the library made and destroyed, until it makes one with the same
+  // handle again.
+  std::unordered_set<void*> destroyed;
+  std::atomic<std::size_t> destroyed_count{0};
+};
+RetiredStreams& retired_streams() {
+  static auto* retired = new RetiredStreams;  // outlives every stream holder
+  return *retired;
+}
+
+/// Notes that the library made (`alive`) or destroyed `stream`.
+void note_library_stream(StreamRef stream, bool alive) {
+  auto& retired = retired_streams();
+  std::lock_guard lock(retired.mutex);
+  if (alive) {
+    retired.destroyed.erase(stream.handle());
+  } else {
+    retired.destroyed.insert(stream.handle());
+  }
+  retired.destroyed_count.store(retired.destroyed.size(), std::memory_order_relaxed);
+}
+}  // namespace
+
 StreamRef Runtime::create_stream(int device) {
   check_device(device, "create a stream");
   const StreamRef stream = do_create_stream(device);
+  note_library_stream(stream, true);
   if (device_count() > 1) {
     StreamDevices& known = stream_devices();
     std::lock_guard lock(known.mutex);
@@ -269,6 +310,11 @@ StreamRef Runtime::create_stream(int device) {
 void Runtime::destroy_stream(StreamRef stream) noexcept {
   forget_stream_device(stream);
   do_destroy_stream(stream);
+  try {
+    note_library_stream(stream, false);
+  } catch (const std::exception& error) {  // no memory for the note: the stream goes unchecked
+    std::cerr << "smartarray: destroy_stream: " << error.what() << "\n";
+  }
 }
 
 int Runtime::stream_device_of_several(StreamRef stream) {
@@ -340,24 +386,27 @@ PooledEvent& PooledEvent::operator=(PooledEvent&& other) noexcept {
   return *this;
 }
 
-namespace {
-struct RetiredStreams {
-  std::mutex mutex;
-  // Each handle with the generation at which it last retired.
-  std::unordered_map<void*, std::uint64_t> handles;
-  std::atomic<std::uint64_t> generation{0};
-};
-RetiredStreams& retired_streams() {
-  static auto* retired = new RetiredStreams;  // outlives every stream holder
-  return *retired;
-}
-}  // namespace
 
 void retire_stream(StreamRef stream) {
   if (stream.is_default()) return;
   auto& retired = retired_streams();
   std::lock_guard lock(retired.mutex);
   retired.handles[stream.handle()] = retired.generation.fetch_add(1, std::memory_order_release) + 1;
+}
+
+void Runtime::check_stream(StreamRef stream) {
+  if (stream.is_default()) return;
+  if (const int device = stream.default_of_device(); device >= 0) {
+    check_device(device, "the default stream of a device");
+    return;
+  }
+  auto& retired = retired_streams();
+  if (retired.destroyed_count.load(std::memory_order_relaxed) != 0) {
+    std::lock_guard lock(retired.mutex);
+    SMARTARRAY_EXPECTS(!retired.destroyed.contains(stream.handle()), logic_error, "stream ",
+                       stream.handle(), " is not a live stream: it was destroyed");
+  }
+  do_check_stream(stream);
 }
 
 namespace {
@@ -450,6 +499,12 @@ const DeviceProperties& device_properties() { return detail::runtime().propertie
 bool cuda_device_available() noexcept { return detail::cuda_runtime_has_device(); }
 
 int device_count() { return detail::runtime().device_count(); }
+
+TransferCounters& device_counters(int device) {
+  detail::runtime().check_device(device, "device_transfer_stats");
+  return detail::device_counters_unchecked(device);
+}
+TransferStats device_transfer_stats(int device) { return device_counters(device).snapshot(); }
 Device current_device() { return Device{detail::runtime().current_device()}; }
 void set_current_device(Device device) { detail::runtime().set_current_device(device.ordinal); }
 bool peer_access(Device reader, Device owner) {

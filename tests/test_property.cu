@@ -1,7 +1,9 @@
 // The long-running property test: random sequences of the whole API, run against the model of
 // tests/support/api_model.hpp (the libFuzzer target's interpreter, fed here with pseudo-random
 // bytes). After every operation each array's contents, size, capacity, mode and validity equal the
-// model's and its transfer counters equal the minimum that the residency contract allows.
+// model's and its transfer counters equal the minimum that the residency contract allows. Calls
+// with a bad argument (a destroyed or bogus stream, a device that does not exist, a range past the
+// end) are interleaved with the valid ones: each must throw and change nothing.
 //
 // This file is compiled by nvcc, so on the cuda backend the adapters launch real kernels, mapped
 // and managed arrays live in real mapped and managed memory, and launch() also runs raw
@@ -98,6 +100,6 @@ TEST(Property, RandomApiSequencesMatchTheModel) {
   }
   std::cout << "property test: " << sa::to_string(sa::backend()) << ": " << totals.operations
             << " operations, " << sequences << " sequences, 0 divergences (" << totals.injected
-            << " injected failures, " << totals.recovered << " thrown and retried; seed " << seed
-            << ")\n";
+            << " injected failures, " << totals.recovered << " thrown and retried, "
+            << totals.misuses << " misuses rejected; seed " << seed << ")\n";
 }

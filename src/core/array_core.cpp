@@ -44,7 +44,8 @@ bool ArrayCore::valid(Side side) const {
   return state_.valid(Side::host);
 }
 
-bool ArrayCore::valid_on_device(int device) const noexcept {
+bool ArrayCore::valid_on_device(int device) const {
+  runtime().check_device(device, "is_valid");
   std::lock_guard lock(mutex_);
   return state_.valid(device_place(device));
 }
@@ -159,6 +160,7 @@ std::byte* ArrayCore::acquire_range(Side side, Access access, ByteRange range,
                      describe(), ": the bytes [", range.begin, ", ", range.end,
                      ") leave the array of ", state_.size(), " bytes");
   if (range.empty()) {
+    if (stream) runtime().check_stream(*stream);
     transaction.changed_nothing();
     if (side == Side::host) return buffers_.host;
     const DeviceCopy& copy =
@@ -210,6 +212,7 @@ std::byte* ArrayCore::acquire_locked(Transaction& transaction, Side side, Access
                                      const smartarray::source_location& where,
                                      bool require_written) {
   if (side == Side::host) {
+    if (stream) runtime().check_stream(*stream);
     if (state_.size() == 0) {
       transaction.changed_nothing();
       return buffers_.host;
@@ -224,10 +227,17 @@ std::byte* ArrayCore::acquire_locked(Transaction& transaction, Side side, Access
   const int device = one_buffer() ? 0 : rt.stream_device(on);
   DeviceCopy& copy = device_copy(device);
   if (state_.size() == 0) {
+    rt.check_stream(on);
     transaction.changed_nothing();
     last_view_slot = copy.views.slot;
     return copy.data;
   }
+  // Streams destroyed since the last use are forgotten first: they never match below, and no
+  // wait is made on them. The steady state of a kernel loop (`current`) makes no copy, records no
+  // event and recomputes no state; any other access checks its stream before it changes anything.
+  (one_buffer() ? host_order() : copy.order).forget_retired();
+  const bool current = device_current_for(device, access, on);
+  if (!current) rt.check_stream(on);
   if (access == Access::read) check_written(require_written, "device read", where);
   if (copy.views.slot == 0) copy.views.slot = acquire_view_slot(id());
   last_view_slot = copy.views.slot;
@@ -235,8 +245,7 @@ std::byte* ArrayCore::acquire_locked(Transaction& transaction, Side side, Access
     observers_.device_write_file = where.file_name();
     observers_.device_write_line = where.line();
   }
-  // The steady state of a kernel loop: no copy, no event and no state to recompute.
-  if (device_current_for(device, access, on)) {
+  if (current) {
     transaction.changed_nothing();
     return copy.data;
   }
@@ -430,6 +439,7 @@ void ArrayCore::copy_device_in(std::byte* dst, const std::byte* src, std::size_t
 void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bool wait,
                          const smartarray::source_location& where, bool require_written) {
   Transaction transaction(*this, Transaction::Kind::inspect, &where);
+  runtime().check_stream(stream);
   SMARTARRAY_EXPECTS(bytes <= state_.size(), logic_error, "copy_out of ", bytes,
                      " bytes from an array of ", state_.size(), " bytes");
   if (bytes == 0) return;

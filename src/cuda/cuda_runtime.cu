@@ -172,6 +172,9 @@ class CudaRuntime final : public Runtime {
                         "create a stream on device ", device);
     return StreamRef{static_cast<void*>(stream)};
   }
+  // A foreign cudaStream_t cannot be checked: querying a destroyed one is undefined behaviour.
+  void do_check_stream(StreamRef /*stream*/) override {}
+
   void do_destroy_stream(StreamRef stream) noexcept override {
     const cudaStream_t handle = static_cast<cudaStream_t>(stream.handle());
     SMARTARRAY_CUDA_LOG(cudaStreamSynchronize(handle), "drain a stream before destroying it");

@@ -19,6 +19,7 @@
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/config.hpp>
+#include <smartarray/detail/environment.hpp>
 
 #include <algorithm>
 #include <array>
@@ -51,20 +52,10 @@ constexpr unsigned char freed_poison = 0xDD;
 /// The emulated device size when SMARTARRAY_HOST_DEVICE_MEMORY is not set.
 constexpr std::size_t default_device_memory = std::size_t{16} << 30;
 
-/// A non-negative integer from the environment, or `fallback` when unset or malformed.
-std::uint64_t env_number(const char* name, std::uint64_t fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0' || *text == '-' || *text == '+') {
-    std::cerr << "smartarray: ignoring " << name << "='" << text
-              << "': expected a non-negative integer\n";
-    return fallback;
-  }
-  return value;
-}
+/// The longest emulated latency of a queued operation (10 s): longer would look like a hang.
+constexpr std::uint64_t max_latency_us = 10'000'000;
+/// The largest emulated device (1 PiB): its size is only a budget, never allocated at once.
+constexpr std::uint64_t max_device_memory = std::uint64_t{1} << 50;
 
 const char* copy_kind_name(CopyKind kind) noexcept {
   switch (kind) {
@@ -75,17 +66,6 @@ const char* copy_kind_name(CopyKind kind) noexcept {
     case CopyKind::peer: return "peer";
   }
   return "unknown";
-}
-
-/// SMARTARRAY_HOST_DEVICES, within [1, max_devices].
-int device_count_from_environment() {
-  const std::uint64_t wanted = env_number("SMARTARRAY_HOST_DEVICES", 1);
-  if (wanted >= 1 && wanted <= static_cast<std::uint64_t>(max_devices)) {
-    return static_cast<int>(wanted);
-  }
-  std::cerr << "smartarray: ignoring SMARTARRAY_HOST_DEVICES=" << wanted << ": expected 1 to "
-            << max_devices << " devices\n";
-  return 1;
 }
 
 /// The calling thread's current device (as the CUDA runtime keeps one per thread).
@@ -119,10 +99,13 @@ class HostRuntime final : public Runtime {
   // The settings are read here rather than once per process, so that a test can make a runtime
   // with its own latency, capacity or devices.
   HostRuntime()
-      : latency_(env_number("SMARTARRAY_HOST_LATENCY_US", 0)),
-        capacity_(env_number("SMARTARRAY_HOST_DEVICE_MEMORY", default_device_memory)),
-        devices_(device_count_from_environment()),
-        peer_access_(env_number("SMARTARRAY_HOST_PEER_ACCESS", 1) != 0) {
+      : latency_(environment_number("SMARTARRAY_HOST_LATENCY_US", 0, max_latency_us).value_or(0)),
+        capacity_(environment_number("SMARTARRAY_HOST_DEVICE_MEMORY", 1, max_device_memory,
+                                     EnvUnit::bytes)
+                      .value_or(default_device_memory)),
+        devices_(static_cast<int>(
+            environment_number("SMARTARRAY_HOST_DEVICES", 1, max_devices).value_or(1))),
+        peer_access_(environment_switch("SMARTARRAY_HOST_PEER_ACCESS", true)) {
     set_device_count(devices_);
     for (int device = 0; device < devices_; ++device) {
       DeviceProperties& properties = properties_[static_cast<std::size_t>(device)];
@@ -192,6 +175,8 @@ class HostRuntime final : public Runtime {
     streams_.emplace(stream.get(), stream);
     return StreamRef{stream.get()};
   }
+
+  void do_check_stream(StreamRef stream) override { (void)stream_for(stream); }
 
   void do_destroy_stream(StreamRef stream) noexcept override {
     if (stream.is_default() || stream.default_of_device() >= 0) {

@@ -1,5 +1,6 @@
 // The built-in per-device resources: statistics over a pool over the raw upstream, built on first
 // use and leaked on purpose (the backend, streams and arrays may outlive static destruction).
+#include <smartarray/detail/environment.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/upstream_resources.hpp>
@@ -38,18 +39,10 @@ struct PooledStack {
   StatisticsAdaptor statistics{pool};
 };
 
-/// SMARTARRAY_DEVICE_BUDGET: bytes, or a number followed by K, M or G; none when unset.
+/// SMARTARRAY_DEVICE_BUDGET: bytes, or a number followed by K, M, G or T; none when unset.
 std::optional<std::size_t> budget_from_environment() {
-  const char* text = std::getenv("SMARTARRAY_DEVICE_BUDGET");
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  char* end = nullptr;
-  const unsigned long long number = std::strtoull(text, &end, 10);
-  const std::string suffix(end);
-  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
-  SMARTARRAY_EXPECTS(end != text && shift >= 0 && number > 0, logic_error,
-                     "SMARTARRAY_DEVICE_BUDGET='", text,
-                     "' is not a size: give bytes, or a number followed by K, M or G");
-  return static_cast<std::size_t>(number) << shift;
+  return detail::environment_number("SMARTARRAY_DEVICE_BUDGET", 1, std::uint64_t{1} << 60,
+                                    detail::EnvUnit::bytes);
 }
 
 /// The device pools, one per device, each made on first use.

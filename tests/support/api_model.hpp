@@ -14,11 +14,12 @@
 // Operations: the std::vector interface, host access with each intent, device views with each
 // intent on one of three streams, kernels through for_each_index, transform, map, fill, copy,
 // reduce and launch's binding, the Numba names, copies and moves between the arrays, new arrays in
-// every memory mode, stream replacement and synchronization, the stale-host guard, and injected
-// allocation and copy failures. After an injected failure the arrays must hold what they held
-// before the call (the call is then repeated with the fault cleared). At the end of a sequence a
-// kernel reads every valid device copy, and the default pools must have as many bytes in use as
-// before it.
+// every memory mode, stream replacement and synchronization, the stale-host guard, injected
+// allocation and copy failures, and misuse: calls with a destroyed or bogus stream, a device that
+// does not exist or a range past the end, which must throw and change nothing. After an injected
+// failure the arrays must hold what they held before the call (the call is then repeated with the
+// fault cleared). At the end of a sequence a kernel reads every valid device copy, and the default
+// pools must have as many bytes in use as before it.
 //
 // Header-only and plain C++ apart from SMARTARRAY_HOST_DEVICE functors: clang builds it into the
 // fuzzer, nvcc into the property test, where the same adapters launch real kernels.
@@ -174,11 +175,13 @@ struct ApiModelTotals {
   std::uint64_t operations = 0;  ///< decoded operations
   std::uint64_t injected = 0;    ///< armed failures that fired
   std::uint64_t recovered = 0;   ///< of those, the ones that reached the caller and were retried
+  std::uint64_t misuses = 0;     ///< calls with a bad argument, each rejected with no change
 
   ApiModelTotals& operator+=(const ApiModelTotals& other) noexcept {
     operations += other.operations;
     injected += other.injected;
     recovered += other.recovered;
+    misuses += other.misuses;
     return *this;
   }
 };
@@ -278,6 +281,7 @@ class ApiModel {
     streams,
     stale_host_guard,
     inject,
+    misuse,
     count
   };
 
@@ -660,6 +664,7 @@ class ApiModel {
       case Op::streams: return streams(in);
       case Op::stale_host_guard: return toggle_stale_host_guard(in);
       case Op::inject: return inject(in);
+      case Op::misuse: return misuse(in, x, pick_slot(in));
       case Op::count: break;
     }
   }
@@ -1860,6 +1865,57 @@ class ApiModel {
     const bool on = in.flag();
     note(std::string("(debug) set_stale_host_guard(") + (on ? "true" : "false") + ")");
     set_stale_host_guard(on);
+  }
+
+  /// A call with one bad argument: a stream destroyed just before (nothing made since can have
+  /// taken its handle), a handle that is no stream (host backend), a device that does not exist,
+  /// or a range past the end. It must throw and change nothing: no transfer, no validity, no value.
+  void misuse(ByteReader& in, Slot& x, Slot& y) {
+    ++totals_.misuses;
+    const std::size_t form = in.pick(9);
+    const Element v = in.value();
+    if (form == 8) {
+      const int offset = static_cast<int>(in.pick(100));
+      const int bad = in.flag() ? device_count() + offset : -1 - offset;
+      note(x, " (misuse) is_valid and device_transfer_stats of device " + std::to_string(bad));
+      expect_throw<logic_error>(x, "is_valid of a device that does not exist",
+                                [&] { (void)x.array.is_valid(Device{bad}); });
+      expect_throw<logic_error>(x, "device_transfer_stats of a device that does not exist",
+                                [&] { (void)device_transfer_stats(bad); });
+      return;
+    }
+    if (form == 7) {
+      const std::size_t n = x.model.size();
+      const std::size_t first = in.pick(n + 2);
+      const std::size_t count = in.flag() ? std::numeric_limits<std::size_t>::max() - in.pick(4)
+                                          : n - std::min(n, first) + 1 + in.pick(4);
+      note(x, " (misuse) slice(" + str(first) + ", " + str(count) + ") and at(" + str(n) + ")");
+      expect_throw<std::out_of_range>(x, "a slice past the end",
+                                      [&] { (void)x.array.slice(first, count); });
+      expect_throw<std::out_of_range>(x, "at() past the end", [&] { (void)x.array.at(n); });
+      return;
+    }
+    StreamRef bad;
+    std::string name = "a destroyed stream";
+    if (in.flag() && backend() == BackendKind::host) {
+      bad = StreamRef{reinterpret_cast<void*>(std::uintptr_t{0x4d2})};
+      name = "a handle that is no stream";
+    } else {
+      const Stream made;
+      bad = made.ref();
+    }
+    note(x, " (misuse) form " + str(form) + " on " + name);
+    expect_throw<logic_error>(x, "a call on a stream that is not live", [&] {
+      switch (form) {
+        case 0: (void)std::as_const(x.array).device_view(bad); break;
+        case 1: (void)x.array.device_view(Access::read_write, bad); break;
+        case 2: (void)x.array.device_view(Access::discard, bad); break;
+        case 3: (void)x.array.host_view(Access::read_write, bad); break;
+        case 4: smartarray::fill(x.array, v, bad); break;
+        case 5: smartarray::copy(y.array, std::as_const(x.array), bad); break;
+        default: smartarray::transform(y.array, Affine{v, v}, std::as_const(x.array), bad); break;
+      }
+    });
   }
 
   /// Arms a failure of the k-th allocation or copy that the calls of the next operations make.

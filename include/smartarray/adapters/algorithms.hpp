@@ -73,14 +73,20 @@ void copy_elements(Dst& dst, const Src& src, StreamRef stream,
   const std::size_t from_first = first_of(src);
   if (static_cast<const void*>(std::addressof(array_of(dst))) ==
       static_cast<const void*>(std::addressof(array_of(src)))) {
-    if (to_first == from_first) return;  // onto itself
+    if (to_first == from_first) {  // onto itself
+      runtime().check_stream(stream);
+      return;
+    }
     // One device-to-device copy between overlapping bytes would be undefined.
     SMARTARRAY_EXPECTS(to_first >= from_first + src.size() || from_first >= to_first + dst.size(),
                        logic_error, "copy of the elements [", from_first, ", ",
                        from_first + src.size(), ") of an array onto its elements [", to_first,
                        ", ", to_first + dst.size(), "): the ranges overlap");
   }
-  if (src.empty()) return;
+  if (src.empty()) {
+    runtime().check_stream(stream);
+    return;
+  }
   if (runs_in_chunks(stream, 0, dst, src)) {
     // Arrays that together do not fit the device budget are copied on the host: the source's
     // host copy is made whole, and one parallel memcpy writes the destination's, which becomes
@@ -209,7 +215,10 @@ void fill(Slice<T> s, std::type_identity_t<std::remove_const_t<T>> value, Stream
                 "fill: a Slice<const T> cannot be written: fill a Slice<T> (a.slice(...) of a "
                 "non-const array)");
   if constexpr (!std::is_const_v<T>) {
-    if (s.empty()) return;
+    if (s.empty()) {
+      detail::runtime().check_stream(stream);
+      return;
+    }
     if (detail::runs_in_chunks(stream, 0, s)) {
       // A range whose array does not fit the device budget is filled on the host, which then
       // alone holds it: no device memory, no copy.

@@ -75,7 +75,10 @@ inline namespace SMARTARRAY_KERNEL_ABI {
  */
 template <typename F>
 void for_each_index(std::size_t n, F f, StreamRef stream = {}) {
-  if (n == 0) return;
+  if (n == 0) {
+    detail::runtime().check_stream(stream);
+    return;
+  }
   if (backend() == BackendKind::host) {
     detail::runtime().launch_host_func(stream, [n, f]() mutable {
       for (std::size_t i = 0; i < n; ++i) f(i);

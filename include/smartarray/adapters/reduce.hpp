@@ -126,7 +126,10 @@ template <typename T, typename A, typename Op>
 template <typename T, typename A, typename Op>
 [[nodiscard]] SmartArray<T> reduce_async_of(const A& a, T init, Op op, StreamRef stream,
                                             const smartarray::source_location& where) {
-  if (a.empty()) return SmartArray<T>(1, init);
+  if (a.empty()) {
+    runtime().check_stream(stream);
+    return SmartArray<T>(1, init);
+  }
   require_kernel_compiler("reduce", a.size());
   if (runs_in_chunks(stream, sizeof(T), a)) {
     return reduce_in_chunks<T>(a, init, std::move(op), stream, where);

@@ -129,6 +129,9 @@ class Allocator {
   template <typename U>
   constexpr Allocator(const Allocator<U>& other) noexcept  // NOLINT(google-explicit-constructor)
       : options_(other.options()) {}
+  /// @brief The default options: `std::allocator` holds no state.
+  template <typename U>
+  constexpr Allocator(const std::allocator<U>& /*unused*/) noexcept {}  // NOLINT(google-explicit-constructor)
 
   /// @brief The options this allocator names.
   [[nodiscard]] constexpr const ArrayOptions& options() const noexcept { return options_; }
@@ -170,6 +173,14 @@ class Allocator {
 template <typename T, typename U>
 [[nodiscard]] constexpr bool operator==(const Allocator<T>& a, const Allocator<U>& b) noexcept {
   return a.options() == b.options();
+}
+
+/// @brief Equal when `a` names the default options, which is what a `std::allocator` means.
+/// @param a the allocator.
+template <typename T, typename U>
+[[nodiscard]] constexpr bool operator==(const Allocator<T>& a,
+                                        const std::allocator<U>& /*default_options*/) noexcept {
+  return a.options() == ArrayOptions{};
 }
 
 /// @brief The tag type of `no_init`.

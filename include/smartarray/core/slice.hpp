@@ -7,8 +7,10 @@
 #include <smartarray/core/smart_array.hpp>
 
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <span>
+#include <string>
 #include <type_traits>
 
 namespace smartarray {
@@ -151,9 +153,15 @@ class Slice {
 
   void check_range() const {
     SMARTARRAY_EXPECTS(first_ <= array_->size() && count_ <= array_->size() - first_,
-                       std::out_of_range, "SmartArray slice [", first_, ", ",
-                       first_ + count_, ") leaves the array of ", array_->size(),
-                       " elements");
+                       std::out_of_range, "SmartArray slice ", range_text(),
+                       " leaves the array of ", array_->size(), " elements");
+  }
+  /// "[first, end)", or the offset and length when the end does not fit in a size_type.
+  [[nodiscard]] std::string range_text() const {
+    if (count_ <= std::numeric_limits<size_type>::max() - first_) {
+      return detail::concat("[", first_, ", ", first_ + count_, ")");
+    }
+    return detail::concat("at ", first_, " of ", count_, " elements");
   }
   /// The side's buffer, made valid for `access` on the slice's bytes.
   std::byte* acquire(Side side, Access access, std::optional<StreamRef> stream,

@@ -162,7 +162,10 @@ class SmartArray {
     } else if constexpr (detail::MultiPassIterator<It>) {
       const auto n = static_cast<size_type>(std::distance(first, last));
       T* out = grow_exact(n);
-      for (; first != last; ++first, ++out) ::new (static_cast<void*>(out)) T(*first);
+      for (; first != last; ++first) {
+        ::new (static_cast<void*>(out)) T(*first);
+        ++out;
+      }
     } else {
       for (; first != last; ++first) emplace_back(*first);
     }
@@ -235,6 +238,34 @@ class SmartArray {
                                               : SmartArray(std::as_const(other), options, where)) {
     const SmartArray emptied(std::move(other));
   }
+
+  // `std::allocator` holds no state: where `std::vector` takes one, it means the default options.
+  /// @brief An empty array with the default options.
+  template <typename U>
+  explicit SmartArray(const std::allocator<U>& /*default_options*/) noexcept : SmartArray() {}
+  /// @brief `SmartArray(n)`: `n` value-initialized elements, with the default options.
+  template <typename U>
+  SmartArray(size_type n, const std::allocator<U>& /*default_options*/) : SmartArray(n) {}
+  /// @brief `SmartArray(n, value)`, with the default options.
+  template <typename U>
+  SmartArray(size_type n, const T& value, const std::allocator<U>& /*default_options*/)
+      : SmartArray(n, value) {}
+  /// @brief `SmartArray(first, last)`, with the default options.
+  template <detail::InputIterator It, typename U>
+  SmartArray(It first, It last, const std::allocator<U>& /*default_options*/)
+      : SmartArray(std::move(first), std::move(last)) {}
+  /// @brief `SmartArray(values)`, with the default options.
+  template <typename U>
+  SmartArray(std::initializer_list<T> values, const std::allocator<U>& /*default_options*/)
+      : SmartArray(values) {}
+  /// @brief `SmartArray(other, ArrayOptions{})`: a copy with the default options.
+  template <typename U>
+  SmartArray(const SmartArray& other, const std::allocator<U>& /*default_options*/)
+      : SmartArray(other, ArrayOptions{}) {}
+  /// @brief `SmartArray(std::move(other), ArrayOptions{})`, with the default options.
+  template <typename U>
+  SmartArray(SmartArray&& other, const std::allocator<U>& /*default_options*/)
+      : SmartArray(std::move(other), ArrayOptions{}) {}
   ~SmartArray() = default;
 
   // --- assignment -----------------------------------------------------------------------------
@@ -698,7 +729,7 @@ class SmartArray {
   [[nodiscard]] std::span<T> host_view(
       Access access = Access::read_write, std::optional<StreamRef> stream = std::nullopt,
       smartarray::source_location where = smartarray::source_location::current()) {
-    if (!fast_host(access)) acquire_host(access, stream, where);
+    if (stream || !fast_host(access)) acquire_host(access, stream, where);  // checks `stream`
     return {host_ptr(), size()};
   }
   /// @brief The host copy for reading.
@@ -707,7 +738,7 @@ class SmartArray {
   [[nodiscard]] std::span<const T> host_view(
       std::optional<StreamRef> stream = std::nullopt,
       smartarray::source_location where = smartarray::source_location::current()) const {
-    if (!core_.host_readable()) acquire_host(Access::read, stream, where);
+    if (stream || !core_.host_readable()) acquire_host(Access::read, stream, where);
     return {host_ptr(), size()};
   }
 
@@ -790,6 +821,7 @@ class SmartArray {
   /// @brief True when the copy on `device` holds every element. Mapped and managed arrays have one
   ///        copy that every device addresses.
   /// @param device the device.
+  /// @throws logic_error naming the ordinal and the device count when `device` does not exist.
   [[nodiscard]] bool is_valid(Device device) const { return core_.valid_on_device(device.ordinal); }
   /// @brief This object's own transfer counters. They count the copies made through this object
   ///        and stay with it: a swap or move exchanges the data, not the counts.
@@ -1086,6 +1118,10 @@ SmartArray(It, It, const ArrayOptions&) -> SmartArray<std::iter_value_t<It>>;
 ///        guide does (the allocator's element type is not used).
 template <detail::InputIterator It, typename U>
 SmartArray(It, It, const Allocator<U>&) -> SmartArray<std::iter_value_t<It>>;
+/// @brief Deduces the element type from an iterator range and a `std::allocator` (the default
+///        options).
+template <detail::InputIterator It, typename U>
+SmartArray(It, It, const std::allocator<U>&) -> SmartArray<std::iter_value_t<It>>;
 
 }  // inline namespace SMARTARRAY_VIEW_ABI
 

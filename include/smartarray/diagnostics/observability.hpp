@@ -95,11 +95,15 @@ class TransferCounters {
  *        counts on its device, a peer copy on the device it goes to, a staged read's D2H on the
  *        device it comes from and its H2D (and the staged count) on the device it goes to.
  *        Allocations and waits are counted globally only.
- * @param device the device ordinal (0 to max_devices - 1).
+ * @param device the device ordinal (0 to `device_count() - 1`).
+ * @throws logic_error naming the ordinal and the device count when `device` is not a device of
+ *         the active backend.
  */
-[[nodiscard]] TransferCounters& device_counters(int device) noexcept;
+[[nodiscard]] TransferCounters& device_counters(int device);
 /// @brief A snapshot of `device_counters(device)`.
-[[nodiscard]] TransferStats device_transfer_stats(int device) noexcept;
+/// @param device the device ordinal (0 to `device_count() - 1`).
+/// @throws logic_error as device_counters().
+[[nodiscard]] TransferStats device_transfer_stats(int device);
 
 /// @brief The transfers a scope is expected to make. Counts default to zero and are always checked;
 ///        byte totals are checked only when given.
@@ -193,6 +197,9 @@ struct TransferEvent {
 /// counters (which `ExpectTransfers` and `global_transfer_stats` read), the array's own counters
 /// (`array`, or nullptr), and the trace (one line, when tracing).
 void emit_transfer(const TransferEvent& event, TransferCounters* array) noexcept;
+/// The counters of device `device`, which must be in [0, max_devices) (device_counters() checks
+/// the ordinal against the backend's devices, which this layer does not know).
+[[nodiscard]] TransferCounters& device_counters_unchecked(int device) noexcept;
 }  // namespace detail
 
 }  // namespace smartarray

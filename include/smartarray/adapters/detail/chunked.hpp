@@ -208,13 +208,19 @@ class ChunkedOperand {
 
 /// True when a call on `stream` over arguments `args`, and a result of `result_bytes` that is not
 /// made yet, must run in chunks: together they need more device memory than the budget of the
-/// stream's device, and each array keeps a device buffer of its own (has_device_buffer()).
+/// stream's device, and each array keeps a device buffer of its own (has_device_buffer()). A call
+/// that runs in chunks checks `stream` here, before it changes anything (one that does not checks
+/// it when it acquires its arrays).
 template <typename... Args>
 [[nodiscard]] bool runs_in_chunks(StreamRef stream, std::size_t result_bytes, const Args&... args) {
   // Every call asks: first the sizes alone, which rule out all calls that fit.
   const std::size_t budget = device_budget(runtime().stream_device(stream));
   if ((array_bytes_of(args) + ... + result_bytes) <= budget) return false;
-  return (device_bytes_of(args) + ... + result_bytes) > budget && (has_device_buffer(args) && ...);
+  if ((device_bytes_of(args) + ... + result_bytes) <= budget || !(has_device_buffer(args) && ...)) {
+    return false;
+  }
+  runtime().check_stream(stream);
+  return true;
 }
 
 /// Runs `n` elements in chunks of `chunk`: chunk k, on the stream and buffers of slot k %

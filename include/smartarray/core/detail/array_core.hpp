@@ -370,7 +370,7 @@ class ArrayCore {
   /// Validity, for tests and observability: the host's, or the current device's copy.
   [[nodiscard]] bool valid(Side side) const;
   /// Validity of the copy on `device`.
-  [[nodiscard]] bool valid_on_device(int device) const noexcept;
+  [[nodiscard]] bool valid_on_device(int device) const;
   /// This array's own transfer counters.
   [[nodiscard]] const TransferCounters& counters() const noexcept { return counters_; }
 

@@ -67,10 +67,12 @@ struct SynthThreeWay {
   }
 };
 
-/// Iterators over `T` objects laid out contiguously: a range of them is copied with one memcpy.
+/// Iterators over `T` objects laid out contiguously: a range of them is copied with one memcpy
+/// (not volatile ones: each of their reads must happen, one by one).
 template <typename It, typename T>
 concept ContiguousIteratorOf =
-    std::contiguous_iterator<It> && std::is_same_v<std::remove_cv_t<std::iter_value_t<It>>, T>;
+    std::contiguous_iterator<It> && std::is_same_v<std::remove_cv_t<std::iter_value_t<It>>, T> &&
+    !std::is_volatile_v<std::remove_reference_t<std::iter_reference_t<It>>>;
 
 /// An iterator whose `iterator_category` says it is an input iterator (what `std::vector`'s
 /// iterator-pair members accept: a non-const `operator*` or a proxy reference is fine).

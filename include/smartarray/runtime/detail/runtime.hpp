@@ -128,6 +128,12 @@ class Runtime {
   /// A new stream on the current device.
   [[nodiscard]] StreamRef create_stream() { return create_stream(current_device()); }
   void destroy_stream(StreamRef stream) noexcept;
+  /// Checks that `stream` can take work, before an operation changes any state for it: a device's
+  /// default stream names an existing device; a stream that the library made was not destroyed
+  /// since; and on the host backend, any other handle is a live stream. (A foreign `cudaStream_t`
+  /// cannot be checked without undefined behaviour: the cuda backend trusts it.)
+  /// @throws logic_error naming the handle.
+  void check_stream(StreamRef stream);
   /// The device `stream` lives on (0 with one device, without asking the backend).
   [[nodiscard]] int stream_device(StreamRef stream) {
     return device_count_ == 1 ? 0 : stream_device_of_several(stream);
@@ -178,6 +184,8 @@ class Runtime {
                                   std::size_t bytes, StreamRef stream) = 0;
   virtual StreamRef do_create_stream(int device) = 0;
   virtual void do_destroy_stream(StreamRef stream) noexcept = 0;
+  /// Throws logic_error when the backend knows `stream` (not a default stream) is not live.
+  virtual void do_check_stream(StreamRef stream) = 0;
   /// The device of a stream that is neither a default stream nor one of create_stream()'s.
   virtual int do_stream_device(StreamRef stream) = 0;
   virtual bool do_copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream) = 0;
