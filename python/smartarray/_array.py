@@ -338,7 +338,13 @@ class SmartArray(_ext._Core):
         # read_write acquire makes the device copy stale.
         stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, self._dtype), self._shape,
                                                    (0,) * self.ndim)
-        stand_in[key] = value
+        try:
+            stand_in[key] = value
+        except (ValueError, TypeError) as error:
+            if repr(value) in str(error) or len(repr(value)) > 80:
+                raise
+            raise type(error)(f"cannot assign {value!r} to a {self._dtype} array: {error}") \
+                from None
         self.host_view("read_write")[key] = value
 
     def __repr__(self):

@@ -89,7 +89,8 @@ def _object_handle(stream):
     if handle is not None:
         value = getattr(handle, "value", handle)
         return int(value or 0)
-    raise TypeError(f"stream: cannot get a CUDA stream handle from {type(stream).__name__}")
+    raise TypeError(f"stream {stream!r}: cannot get a CUDA stream handle from a "
+                    f"{type(stream).__name__}")
 
 
 def is_default_stream(handle):

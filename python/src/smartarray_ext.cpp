@@ -137,6 +137,16 @@ PyType_Slot core_slots[] = {{Py_bf_getbuffer, reinterpret_cast<void*>(core_getbu
 NB_MODULE(_ext, m) {
   m.doc() = "smartarray's C++ core (SmartArray<std::byte> with Python-side shape and dtype)";
 
+  // smartarray::logic_error is a bad argument (a destroyed stream, a device that does not exist, a
+  // bad SMARTARRAY_* value) or a misuse: ValueError, as NumPy raises for bad values.
+  nb::register_exception_translator([](const std::exception_ptr& error, void*) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const sa::logic_error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+
   nb::class_<Imported>(m, "_Imported");
 
   // The buffer protocol is on _HostBuffer (SmartArray.buffer()), not on SmartArray itself: Numba
@@ -242,16 +252,11 @@ NB_MODULE(_ext, m) {
   m.def("_stream_device", [](std::uintptr_t stream) {
     return sa::stream_device(stream_of(stream)).ordinal;
   });
-  m.def("_check_stream", [](std::uintptr_t stream) {
-    // The host backend knows its streams; the cuda backend trusts a foreign cudaStream_t, which
-    // it cannot check without undefined behaviour.
-    if (sa::backend() != sa::BackendKind::host) return;
-    try {
-      (void)sa::detail::runtime().query(stream_of(stream));  // throws for a stream it does not know
-    } catch (const sa::logic_error& e) {
-      throw std::invalid_argument(e.what());
-    }
-  });
+  // A stream that the library made and destroyed is rejected on both backends, and on the host
+  // backend any handle that is no live stream; the cuda backend trusts a foreign cudaStream_t,
+  // which it cannot check without undefined behaviour.
+  m.def("_check_stream",
+        [](std::uintptr_t stream) { sa::detail::runtime().check_stream(stream_of(stream)); });
   m.def("_pointer_device", &pointer_device);
   m.attr("_default_stream_base") = sa::detail::device_default_stream_base;
   m.attr("_default_stream_end") = sa::detail::device_default_stream_base + sa::max_devices;

@@ -190,3 +190,49 @@ def test_no_leak_report_at_exit():
         a.h = a.host()
     """)
     assert "leak" not in err, err
+
+
+# --- environment variables -------------------------------------------------------------------------
+
+BAD_ENVIRONMENT = [
+    ("SMARTARRAY_DEVICE_BUDGET", "-5", "1 B to 1 EiB"),
+    ("SMARTARRAY_DEVICE_BUDGET", "17179869184G", "1 B to 1 EiB"),
+    ("SMARTARRAY_DEVICE_BUDGET", "5X", "K, M, G or T"),
+    ("SMARTARRAY_HOST_LATENCY_US", "9223372036854775807", "0 to 10000000"),
+    ("SMARTARRAY_HOST_LATENCY_US", "18446744073709551615", "0 to 10000000"),
+    ("SMARTARRAY_HOST_DEVICES", "0", "1 to"),
+    ("SMARTARRAY_TRACE", "/nonexistent/dir/file", "cannot open"),
+    ("SMARTARRAY_STALE_HOST_GUARD", "yes", "0 or 1"),
+]
+
+
+@pytest.mark.parametrize("name, value, allowed", BAD_ENVIRONMENT)
+def test_a_bad_environment_value_is_an_error_of_the_first_operation(name, value, allowed):
+    """The import succeeds; the first operation that reads the variable raises ValueError naming
+    the variable, the value and what is allowed, and so does the next one (nothing was set up
+    half-way). The host backend's settings apply to it only."""
+    if name.startswith("SMARTARRAY_HOST_") and sa.backend() != "host":
+        pytest.skip("a setting of the host backend")
+    out = _run_stdout("""
+        import numpy as np, smartarray as sa
+        for attempt in range(2):
+            try:
+                sa.to_device(np.arange(4.0)).copy_to_host()
+            except ValueError as error:
+                print("raised:", error)
+            else:
+                print("no error")
+    """, **{name: value})
+    lines = out.splitlines()
+    assert len(lines) == 2 and all(line.startswith("raised:") for line in lines), out
+    for part in (name, value, allowed):
+        assert part in lines[0], (part, lines[0])
+
+
+def _run_stdout(script, **env):
+    """Runs `script` in a fresh interpreter (with `env` added); returns its standard output."""
+    import os
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, **env})
+    assert r.returncode == 0, r.stderr
+    return r.stdout
