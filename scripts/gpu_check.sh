@@ -103,19 +103,22 @@ fi
 
 if has tests; then
   for backend in host cuda; do
-    passed=0; failed=0; skipped=0
+    passed=0; failed=0; skipped=0; crashed=""
     for f in "${build}"/tests/test_*; do
       [ -x "$f" ] || continue
       log="${out}/$(basename "$f").${backend}.log"
       SMARTARRAY_BACKEND=${backend} SMARTARRAY_DIFF_SEQUENCES=20000 SMARTARRAY_PROPERTY_OPS=500000 \
         SMARTARRAY_RANGE_PROPERTY_OPS=1000000 "$f" > "${log}" 2>&1 || status=1
+      # A binary that ends without GoogleTest's summary (a crash, an abort) counts as such.
+      grep -qE '^\[==========\] [0-9]+ tests? from .* ran' "${log}" || crashed+=" $(basename "$f")"
       p=$(grep -oE '\[  PASSED  \] [0-9]+' "${log}" | grep -oE '[0-9]+$' || echo 0)
       fl=$(grep -oE '\[  FAILED  \] [0-9]+ test' "${log}" | grep -oE '[0-9]+' || echo 0)
       s=$(grep -oE '\[  SKIPPED \] [0-9]+' "${log}" | grep -oE '[0-9]+$' || echo 0)
       passed=$((passed + p)); failed=$((failed + fl)); skipped=$((skipped + s))
       [ "${fl}" -eq 0 ] || grep -E '^\[  FAILED  \]' "${log}" | head -5
     done
-    echo "gtest ${backend}: ${passed} passed, ${failed} failed, ${skipped} skipped" | tee -a "${out}/summary.txt"
+    echo "gtest ${backend}: ${passed} passed, ${failed} failed, ${skipped} skipped${crashed:+; ended without a summary:${crashed}}" |
+      tee -a "${out}/summary.txt"
   done
   grep -h "fault sweep:" "${out}"/test_fault_sweep.*.log >> "${out}/summary.txt" 2> /dev/null
   grep -h "property test:" "${out}"/test_property.*.log "${out}"/test_range_property.*.log \

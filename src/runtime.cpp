@@ -329,6 +329,7 @@ int Runtime::stream_device_of_several(StreamRef stream) {
     const auto it = known.devices.find(stream.handle());
     if (it != known.devices.end()) return it->second;
   }
+  check_stream(stream);  // the backend must not be asked about a destroyed stream
   const int device = do_stream_device(stream);
   std::lock_guard lock(known.mutex);
   known.devices[stream.handle()] = device;
