@@ -4,8 +4,8 @@
 #   2. every public header on its own with nvcc -c (host and device front ends), CUDA 13;
 #   3. every public header on its own with g++, against the CUDA 12 runtime headers and CCCL of the
 #      PyPI wheels nvidia-cuda-runtime-cu12 / nvidia-cuda-cccl-cu12 (no nvcc there: g++ only);
-#   4. every translation unit of src/ with g++, against the same CUDA 12 headers (src/cuda/*.cu as
-#      C++: they hold host code only, which this script checks).
+#   4. every translation unit of src/ with g++, against the same CUDA 12 headers
+#      (src/runtime/cuda/*.cu as C++: they hold host code only, which this script checks).
 # Each TU is checked with the project's warnings as errors. One summary line per step; the errors
 # of every failing TU are printed; exits non-zero on any failure. The wheels go into a virtualenv
 # under the build folder, reused on later runs.
@@ -31,7 +31,7 @@ venv="${root}/${build}/venv"
 unset CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH
 
 # Headers that need nvcc by design (they #error otherwise): the g++ steps skip them.
-nvcc_only=(smartarray/adapters/thrust_interop.hpp smartarray/thrust_interop.hpp)
+nvcc_only=(smartarray/adapters/thrust_interop.hpp)
 
 rm -rf "${work}"
 mkdir -p "${work}/tu" "${work}/logs"
@@ -149,12 +149,13 @@ echo "CUDA 12 headers: nvidia-cuda-runtime-cu12 ${cu12_runtime}," \
      "nvidia-cuda-cccl-cu12 ${cu12_cccl} (${v12}; ${how})"
 run_step gxx12-headers "header check g++ (${v12})" headers "${skipped}" "${host_headers[@]}"
 
-# src/cuda/*.cu compile as C++ only while they hold no device code (there is no CUDA 12 nvcc here).
-device_code=$(grep -lE '__global__|__device__|__shared__|<<<' src/cuda/*.cu || true)
+# src/runtime/cuda/*.cu compile as C++ only while they hold no device code (there is no CUDA 12
+# nvcc here).
+device_code=$(grep -lE '__global__|__device__|__shared__|<<<' src/runtime/cuda/*.cu || true)
 if [ -n "${device_code}" ]; then
   echo "source check g++ (${v12}): device code in ${device_code//$'\n'/ }: g++ cannot check it" \
-       "against CUDA 12; keep src/cuda host-only"
-  summary+=("source check g++ (${v12}): device code in src/cuda")
+       "against CUDA 12; keep src/runtime/cuda host-only"
+  summary+=("source check g++ (${v12}): device code in src/runtime/cuda")
   status=1
 else
   run_step gxx12-sources "source check g++ (${v12})" "translation units" "" "${sources[@]}"

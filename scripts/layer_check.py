@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Checks that no file of a lower layer includes a file of a higher one (docs/design.md, "Layers").
 
-Each header under include/smartarray/ and each file under src/ belongs to one layer; an include
-of a smartarray header or of a src/ file from a higher layer is an error. Exit 1 on any, naming
-the file, the include and both layers.
+Each header under include/smartarray/ and each file under src/ belongs to the layer that its
+folder names (src/ mirrors include/smartarray/); an include of a smartarray header or of a src/
+file from a higher layer is an error. Exit 1 on any, naming the file, the include and both
+layers.
 """
 import pathlib
 import re
@@ -12,34 +13,21 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LAYERS = ["base", "diagnostics", "runtime", "memory", "views", "core", "adapters", "umbrella"]
 
-# Files by layer, as paths relative to include/smartarray/ or to the repository root (src/...). A
-# folder (ending in "/") holds every file below it; the longest match wins. The headers that stay
-# at the top of include/smartarray/ besides config.hpp, error.hpp and smartarray.hpp only forward
-# to their new place (kept so that existing includes keep working): they count as the umbrella.
-MEMBERS = {
-    "base": ["config.hpp", "error.hpp", "detail/", "src/environment.cpp"],
-    "diagnostics": ["diagnostics/", "src/observability.cpp",
-                    "src/view_registry.cpp", "src/host_guard.cpp"],
-    "runtime": ["runtime/", "src/runtime.cpp", "src/cuda/", "src/host/", "src/host_memory.hpp",
-                "src/host_registration.cpp"],
-    "memory": ["memory/", "src/memory/"],
-    "views": ["views/"],
-    "core": ["core/", "src/core/", "src/parallel_copy.hpp", "src/parallel_copy.cpp"],
-    "adapters": ["adapters/", "src/adapters/"],
-    "umbrella": ["smartarray.hpp", "*.hpp"],
-}
-
 
 def layer_of(name):
-    """The layer index of a file named relative to include/smartarray/ or to the root."""
-    best = None
-    for index, layer in enumerate(LAYERS):
-        for member in MEMBERS[layer]:
-            top_level = member == "*.hpp" and "/" not in name
-            if name == member or top_level or (member.endswith("/") and name.startswith(member)):
-                if best is None or len(member) > best[1]:
-                    best = (index, len(member))
-    return None if best is None else best[0]
+    """The layer index of a file named relative to include/smartarray/ or to the root (src/...):
+    its first folder names it; files at the top (config.hpp, error.hpp, src/environment.cpp) and
+    the private detail/ folder are the base, smartarray.hpp is the umbrella."""
+    parts = name.split("/")
+    if parts[0] == "src":
+        parts = parts[1:]
+    if len(parts) > 1 and parts[0] in LAYERS:
+        return LAYERS.index(parts[0])
+    if parts == ["smartarray.hpp"]:
+        return LAYERS.index("umbrella")
+    if len(parts) == 1 or parts[0] == "detail":
+        return LAYERS.index("base")
+    return None
 
 
 def files():
@@ -68,7 +56,10 @@ def main():
                     continue
                 included = target[len("smartarray/"):]
             else:
+                # Next to the file, else from src/ (the library's private include folder).
                 resolved = (path.parent / target).resolve()
+                if not resolved.exists():
+                    resolved = (ROOT / "src" / target).resolve()
                 try:
                     included = str(resolved.relative_to(ROOT))
                 except ValueError:

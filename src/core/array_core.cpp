@@ -6,10 +6,10 @@
 #include <smartarray/core/detail/array_core.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
-#include "../parallel_copy.hpp"
-#include "eviction.hpp"
-#include "storage.hpp"
-#include "transaction.hpp"
+#include "core/parallel_copy.hpp"
+#include "core/eviction.hpp"
+#include "core/storage.hpp"
+#include "core/transaction.hpp"
 
 #include <algorithm>
 #include <array>

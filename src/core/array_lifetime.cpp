@@ -4,8 +4,8 @@
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
-#include "eviction.hpp"
-#include "storage.hpp"
+#include "core/eviction.hpp"
+#include "core/storage.hpp"
 
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // Eviction registries, one per pool, and the least-recently-used clock. See eviction.hpp.
-#include "eviction.hpp"
+#include "core/eviction.hpp"
 
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/pool_resource.hpp>

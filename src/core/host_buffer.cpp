@@ -3,8 +3,8 @@
 #include <smartarray/core/detail/array_core.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
-#include "storage.hpp"
-#include "transaction.hpp"
+#include "core/storage.hpp"
+#include "core/transaction.hpp"
 
 #include <algorithm>
 #include <cstring>

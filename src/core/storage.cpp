@@ -1,10 +1,10 @@
 // The storage strategies of the memory modes. See storage.hpp.
-#include "storage.hpp"
+#include "core/storage.hpp"
 
 #include <smartarray/error.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
-#include "../host_memory.hpp"
-#include "../parallel_copy.hpp"
+#include "runtime/host_memory.hpp"
+#include "core/parallel_copy.hpp"
 
 #include <algorithm>
 #include <array>

@@ -3,7 +3,7 @@
 
 #include <smartarray/core/detail/array_core.hpp>
 
-#include "eviction.hpp"
+#include "core/eviction.hpp"
 
 #include <mutex>
 

@@ -206,9 +206,9 @@ class Runtime {
 /// The active backend, selected on first use (see runtime.hpp).
 [[nodiscard]] Runtime& runtime();
 
-/// Builds the host backend (src/host). Used by selection and by tests.
+/// Builds the host backend (src/runtime/host). Used by selection and by tests.
 [[nodiscard]] Runtime* make_host_runtime();
-/// Builds the cuda backend (src/cuda), or returns nullptr when no device is usable.
+/// Builds the cuda backend (src/runtime/cuda), or returns nullptr when no device is usable.
 [[nodiscard]] Runtime* make_cuda_runtime();
 /// True when the CUDA runtime reports at least one device.
 [[nodiscard]] bool cuda_runtime_has_device() noexcept;

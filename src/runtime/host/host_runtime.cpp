@@ -12,9 +12,9 @@
 // memory must run on a stream of that device, and a peer copy between two devices needs peer
 // access (SMARTARRAY_HOST_PEER_ACCESS, default 1), so that library code that mixes up devices fails
 // here as it would, or would run slowly, on GPUs.
-#include "host/allocation_table.hpp"
-#include "host/host_stream.hpp"
-#include "host_memory.hpp"
+#include "runtime/host/allocation_table.hpp"
+#include "runtime/host/host_stream.hpp"
+#include "runtime/host_memory.hpp"
 
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>

@@ -1,4 +1,4 @@
-#include "parallel_copy.hpp"
+#include "core/parallel_copy.hpp"
 
 #include <smartarray/diagnostics/detail/host_guard.hpp>
 
