@@ -6,10 +6,10 @@
 # consumers with it (scripts/consumers.sh). Prints one line per step; exits non-zero when one fails.
 #   bash scripts/cmake_compat.sh [version...]     e.g. 3.22 3.26 (3.26 is the first with nvcc C++20)
 #   CONFIGURE_ONLY=1 (no consumers)  JOBS=N
-# Needs python3 with venv and pip, and PyPI (pip install "cmake==<version>.*").
+# Needs python3 with venv and pip (scripts/install_deps.sh --python), and PyPI
+# (pip install "cmake==<version>.*").
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh --python || exit 1
 root="$(pwd)"
 export PATH="/usr/local/cuda/bin:${PATH}"
 versions=("$@")

@@ -3,44 +3,24 @@
 # backend) with clang, AddressSanitizer and UndefinedBehaviorSanitizer, and fuzzes it for
 # FUZZ_SECONDS, starting from the corpus in tests/fuzz/corpus. New inputs go to a temporary
 # directory, so the repository stays as it is. A divergence from the model, a sanitizer report, a
-# leak or a hang saves the input under BUILD_DIR/artifacts/ and fails the script.
-#   FUZZ_SECONDS=60 JOBS=N BUILD_DIR=build-fuzz bash scripts/fuzz.sh [extra libFuzzer flags...]
+# leak or a hang saves the input under build-fuzz/artifacts/ and fails the script.
+#   FUZZ_SECONDS=60 JOBS=N bash scripts/fuzz.sh [extra libFuzzer flags...]
+# (clang and libFuzzer: scripts/install_deps.sh --fuzz)
 # Replay a saved input (prints the divergence and the operations):
 #   build-fuzz/tests/fuzz/fuzz_smart_array build-fuzz/artifacts/crash-...
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh || exit 1
 export PATH="/usr/local/cuda/bin:${PATH}"
-build="${BUILD_DIR:-build-fuzz}"
+build=build-fuzz
 jobs="${JOBS:-$(nproc)}"
 seconds="${FUZZ_SECONDS:-60}"
 corpus=tests/fuzz/corpus
 
-# clang and its libFuzzer runtime, installed only when missing (Debian/Ubuntu, as root).
-links_a_fuzzer() {
-  echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' |
-    clang++ -x c++ -fsanitize=fuzzer -o /dev/null - > /dev/null 2>&1
-}
-install_packages() {
-  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get > /dev/null 2>&1; then
-    echo "error: missing $*, and cannot install it (need root and apt-get)" >&2
-    exit 1
-  fi
-  echo "installing: $*"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" || exit 1
-}
-command -v clang++ > /dev/null 2>&1 || install_packages clang
-if ! links_a_fuzzer; then
-  install_packages "libclang-rt-$(clang++ -dumpversion | cut -d. -f1)-dev"
-  links_a_fuzzer || { echo "error: clang++ cannot link a libFuzzer target" >&2; exit 1; }
-fi
-
-# Only the fuzzer is built: the library's sources compiled by clang (tests/fuzz/CMakeLists.txt).
+# The fuzz preset builds only the fuzzer: the library's sources compiled by clang
+# (tests/fuzz/CMakeLists.txt).
 mkdir -p "${build}/artifacts"
-if ! cmake -S . -B "${build}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
-    -DSMARTARRAY_BUILD_FUZZERS=ON -DSMARTARRAY_BUILD_TESTS=OFF -DSMARTARRAY_BUILD_BENCHMARKS=OFF \
-    -DSMARTARRAY_BUILD_EXAMPLES=OFF > "${build}/fuzz-configure.log" 2>&1 ||
-   ! cmake --build "${build}" --target fuzz_smart_array -j "${jobs}" > "${build}/fuzz-build.log" 2>&1; then
+if ! cmake --preset fuzz > "${build}/fuzz-configure.log" 2>&1 ||
+   ! cmake --build --preset fuzz -j "${jobs}" > "${build}/fuzz-build.log" 2>&1; then
   tail -n 60 "${build}/fuzz-configure.log" "${build}/fuzz-build.log" 2>/dev/null
   echo "fuzz: build failed (${build}/fuzz-build.log)" >&2
   exit 1

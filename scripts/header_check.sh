@@ -9,14 +9,13 @@
 # Each TU is checked with the project's warnings as errors. One summary line per step; the errors
 # of every failing TU are printed; exits non-zero on any failure. The wheels go into a virtualenv
 # under the build folder, reused on later runs.
-#   bash scripts/header_check.sh
+#   bash scripts/header_check.sh          (after scripts/install_deps.sh --python)
 #   JOBS=N  BUILD_DIR=build-cu12  CUDA_PATH=/usr/local/cuda  SKIP_CUDA13=1 (steps 3 and 4 only)
 #   CU12_RUNTIME_VERSION=12.9.79  CU12_CCCL_VERSION=12.9.27  (the wheels to check against)
 # The floor, CUDA 12.4: SKIP_CUDA13=1 BUILD_DIR=build-cu12.4 CU12_RUNTIME_VERSION=12.4.127
 #   CU12_CCCL_VERSION=12.4.127.post1 bash scripts/header_check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh --python || exit 1
 root="$(pwd)"
 jobs="${JOBS:-$(nproc)}"
 build="${BUILD_DIR:-build-cu12}"

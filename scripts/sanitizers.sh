@@ -5,15 +5,13 @@
 # (SMARTARRAY_HOST_LATENCY_US), so that work is still pending when other threads look.
 # Exits non-zero when a build fails, a test fails or a sanitizer reports anything.
 #   bash scripts/sanitizers.sh [asan] [tsan]        (default: both)
-#   JOBS=N  LATENCY_US=100  BUILD_PREFIX=build
+#   JOBS=N  LATENCY_US=100      (the builds: build-asan, build-tsan; scripts/install_deps.sh first)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh || exit 1
 export PATH="/usr/local/cuda/bin:${PATH}"
 root="$(pwd)"
 jobs="${JOBS:-$(nproc)}"
 latency="${LATENCY_US:-100}"
-prefix="${BUILD_PREFIX:-build}"
 kinds=("$@")
 [ ${#kinds[@]} -eq 0 ] && kinds=(asan tsan)
 
@@ -54,19 +52,17 @@ run_suite() {  # build dir, label, extra ctest args...
 
 for kind in "${kinds[@]}"; do
   case "${kind}" in
-    asan) flags="address,undefined"; label="asan+ubsan" ;;
-    tsan) flags="thread"; label="tsan" ;;
+    asan) label="asan+ubsan" ;;
+    tsan) label="tsan" ;;
     *) echo "unknown sanitizer '${kind}': expected asan or tsan" >&2; exit 2 ;;
   esac
-  build="${prefix}-${kind}"
+  build="build-${kind}"
   start=${SECONDS}
-  # Debug keeps the debug-only misuse checks on. The binaries never run on a GPU here, so nvcc
-  # emits PTX only and skips the SASS back end.
+  # The asan and tsan presets: Debug keeps the debug-only misuse checks on; the binaries never run
+  # on a GPU here, so nvcc emits PTX only and skips the SASS back end.
   mkdir -p "${build}"
-  if ! cmake -S . -B "${build}" -DCMAKE_BUILD_TYPE=Debug -DSMARTARRAY_SANITIZE="${flags}" \
-      -DCMAKE_CUDA_ARCHITECTURES=90-virtual -DSMARTARRAY_BUILD_BENCHMARKS=OFF \
-      -DSMARTARRAY_BUILD_EXAMPLES=OFF > "${build}/sanitizers-configure.log" 2>&1 ||
-     ! cmake --build "${build}" -j "${jobs}" > "${build}/sanitizers-build.log" 2>&1; then
+  if ! cmake --preset "${kind}" > "${build}/sanitizers-configure.log" 2>&1 ||
+     ! cmake --build --preset "${kind}" -j "${jobs}" > "${build}/sanitizers-build.log" 2>&1; then
     tail -n 60 "${build}/sanitizers-configure.log" "${build}/sanitizers-build.log" 2>/dev/null
     summary+=("${label}: build failed (${build}/sanitizers-build.log)")
     status=1

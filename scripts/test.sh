@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# Builds the library, tests, examples and benchmarks, then runs every test (host.* always; cuda.*
-# run on a machine with a GPU and are reported as skipped elsewhere).
-#   BUILD_DIR=build JOBS=N bash scripts/test.sh [extra cmake args...]
+# The README's test command: installs what the build needs, then configures, builds and tests with
+# the `default` preset (CMakePresets.json, in build/): every test on the host backend, and the
+# cuda.* tests on the GPUs present (reported as skipped on a machine without one).
+#   JOBS=N CTEST_ARGS="-R host" bash scripts/test.sh [extra configure arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 export PATH="/usr/local/cuda/bin:${PATH}"
-build="${BUILD_DIR:-build}"
 jobs="${JOBS:-$(nproc)}"
-cmake -S . -B "${build}" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
-  -DSMARTARRAY_WARNINGS_AS_ERRORS=ON "$@"
-cmake --build "${build}" -j "${jobs}"
-ctest --test-dir "${build}" --output-on-failure -j "${jobs}" ${CTEST_ARGS:-}
+cmake --preset default "$@"
+cmake --build --preset default -j "${jobs}"
+ctest --preset default -j "${jobs}" ${CTEST_ARGS:-}
