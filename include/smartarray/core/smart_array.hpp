@@ -153,23 +153,7 @@ class SmartArray {
    * @throws std::length_error when the range is longer than max_size().
    */
   template <detail::InputIterator It>
-  SmartArray(It first, It last, const ArrayOptions& options = {}) : SmartArray(options) {
-    if constexpr (detail::ContiguousIteratorOf<It, T>) {
-      const auto n = static_cast<size_type>(last - first);
-      if (n != 0) {
-        detail::parallel_copy(grow_exact(n), std::to_address(first), n * sizeof(T));
-      }
-    } else if constexpr (detail::MultiPassIterator<It>) {
-      const auto n = static_cast<size_type>(std::distance(first, last));
-      T* out = grow_exact(n);
-      for (; first != last; ++first) {
-        ::new (static_cast<void*>(out)) T(*first);
-        ++out;
-      }
-    } else {
-      for (; first != last; ++first) emplace_back(*first);
-    }
-  }
+  SmartArray(It first, It last, const ArrayOptions& options = {});
   /**
    * @brief The elements of `values`, valid on the host.
    * @param values the elements.
@@ -182,12 +166,7 @@ class SmartArray {
    * @param values the elements.
    * @param options the host and device resources (or an allocator).
    */
-  explicit SmartArray(std::span<const T> values, const ArrayOptions& options = {})
-      : SmartArray(options) {
-    if (!values.empty()) {
-      detail::parallel_copy(grow_exact(values.size()), values.data(), values.size_bytes());
-    }
-  }
+  explicit SmartArray(std::span<const T> values, const ArrayOptions& options = {});
   /**
    * @brief A copy of `values`, valid on the host.
    * @param values the elements.
@@ -212,16 +191,7 @@ class SmartArray {
    * @param where the caller's source location, for the migration trace.
    */
   SmartArray(const SmartArray& other, const ArrayOptions& options,
-             smartarray::source_location where = smartarray::source_location::current())
-      : core_(detail::storage_options(options) == other.core_.storage()
-                  ? detail::ArrayCore(other.core_, detail::resource_choice(options))
-                  : detail::ArrayCore(detail::resource_choice(options),
-                                      detail::storage_options(options))) {
-    if (detail::storage_options(options) != other.core_.storage() && !other.empty()) {
-      other.core_.copy_out(reinterpret_cast<std::byte*>(grow_exact(other.size())),
-                           other.size() * sizeof(T), StreamRef{}, true, where, false);
-    }
-  }
+             smartarray::source_location where = smartarray::source_location::current());
   /// @brief O(1); `other` is left empty.
   /// @param other the array to take the contents of.
   SmartArray(SmartArray&& other) noexcept = default;
@@ -233,11 +203,7 @@ class SmartArray {
    * @param where the caller's source location, for the migration trace.
    */
   SmartArray(SmartArray&& other, const ArrayOptions& options,
-             smartarray::source_location where = smartarray::source_location::current())
-      : SmartArray(other.options() == options ? std::move(other)
-                                              : SmartArray(std::as_const(other), options, where)) {
-    const SmartArray emptied(std::move(other));
-  }
+             smartarray::source_location where = smartarray::source_location::current());
 
   // `std::allocator` holds no state: where `std::vector` takes one, it means the default options.
   /// @brief An empty array with the default options.
@@ -312,13 +278,7 @@ class SmartArray {
    * @throws std::length_error when the range is longer than max_size().
    */
   template <detail::InputIterator It>
-  void assign(It first, It last) {
-    if constexpr (detail::ContiguousIteratorOf<It, T>) {
-      assign_span(std::span<const T>(std::to_address(first), static_cast<size_type>(last - first)));
-    } else {
-      assign_span(staged(std::move(first), std::move(last)));  // built before the array changes
-    }
-  }
+  void assign(It first, It last);
   /// @brief Replaces the contents with `values` (see assign(n, value)).
   /// @param values the new elements.
   void assign(std::initializer_list<T> values) {
@@ -397,14 +357,7 @@ class SmartArray {
    * @throws logic_error in debug builds when `pos` is not a position in this array.
    */
   iterator insert(const_iterator pos, size_type count, const T& value,
-                  smartarray::source_location where = smartarray::source_location::current()) {
-    const size_type index = index_of(pos, "insert");
-    if (count == 0) return iterator(host_ptr() + index);
-    const T copy = value;
-    T* gap = open_gap(index, count, "insert", where);
-    std::uninitialized_fill_n(gap, count, copy);
-    return iterator(gap);
-  }
+                  smartarray::source_location where = smartarray::source_location::current());
   /**
    * @brief Inserts [first, last) before `pos` (see insert(pos, count, value)). The range may lie
    *        in this array. Ranges other than contiguous ones of `T` are staged first (each element
@@ -418,16 +371,7 @@ class SmartArray {
    */
   template <detail::InputIterator It>
   iterator insert(const_iterator pos, It first, It last,
-                  smartarray::source_location where = smartarray::source_location::current()) {
-    const size_type index = index_of(pos, "insert");
-    if constexpr (detail::ContiguousIteratorOf<It, T>) {
-      return insert_span(
-          index, std::span<const T>(std::to_address(first), static_cast<size_type>(last - first)),
-          where);
-    } else {
-      return insert_span(index, staged(std::move(first), std::move(last)), where);
-    }
-  }
+                  smartarray::source_location where = smartarray::source_location::current());
   /// @brief Inserts `values` before `pos` (see insert(pos, count, value)).
   /// @param pos a position in this array.
   /// @param values the elements.
@@ -472,24 +416,7 @@ class SmartArray {
    * @throws logic_error in debug builds when the range is not one of this array.
    */
   iterator erase(const_iterator first, const_iterator last,
-                 smartarray::source_location where = smartarray::source_location::current()) {
-    const size_type begin = index_of(first, "erase");
-    const size_type end = index_of(last, "erase");
-#if SMARTARRAY_DEBUG_CHECKS
-    SMARTARRAY_EXPECTS(begin <= end, logic_error, "SmartArray::erase: the range [", begin, ", ",
-                       end, ") is reversed");
-#endif
-    if (begin == end) return iterator(host_ptr() + begin);
-    if (end == size()) {
-      core_.truncate(begin * sizeof(T));
-      return iterator(host_ptr() + begin);
-    }
-    if (core_.erase_in_place(begin * sizeof(T), (end - begin) * sizeof(T))) {
-      return iterator(host_ptr() + begin);
-    }
-    std::byte* host = core_.erase_range(begin * sizeof(T), (end - begin) * sizeof(T), where);
-    return iterator(reinterpret_cast<T*>(host) + begin);
-  }
+                 smartarray::source_location where = smartarray::source_location::current());
 
   /**
    * @brief Appends `value` (see emplace_back).
@@ -511,28 +438,10 @@ class SmartArray {
    * @throws std::length_error when the array already holds max_size() elements.
    */
   template <typename... Args>
-  reference emplace_back(Args&&... args) {
-    const size_type old_bytes = core_.size();
-    if (core_.can_append_in_place(sizeof(T))) [[likely]] {
-      T* const element = construct(core_.host_data() + old_bytes, std::forward<Args>(args)...);
-      core_.commit_append(old_bytes + sizeof(T));
-      return *element;
-    }
-    // Growth frees the storage that `args` may refer to: the value is made first.
-    T* const element = append_grown(old_bytes, make_value(std::forward<Args>(args)...));
-    // The size append_grown() stored, by the lock-free path's expression: with it in sight,
-    // the compiler keeps the size in a register across a loop of appends.
-    core_.commit_append(old_bytes + sizeof(T));
-    return *element;
-  }
+  reference emplace_back(Args&&... args);
   /// @brief Removes the last element. Copies nothing; the device copy stays valid for the rest.
   /// @throws logic_error in debug builds when the array is empty.
-  void pop_back() {
-#if SMARTARRAY_DEBUG_CHECKS
-    SMARTARRAY_EXPECTS(!empty(), logic_error, core_.describe(), ": pop_back on an empty array");
-#endif
-    core_.truncate(core_.size() - sizeof(T));
-  }
+  void pop_back();
   /**
    * @brief Resizes to `n`; new elements are value-initialized on the host (see resize(n, value)).
    * @param n the new size.
@@ -546,16 +455,7 @@ class SmartArray {
    * @param value the value of new elements; it may be an element of this array.
    * @throws std::length_error when `n` exceeds max_size().
    */
-  void resize(size_type n, const T& value) {
-    const size_type old = size();
-    if (n <= old) {
-      core_.truncate(n * sizeof(T));
-      return;
-    }
-    const T copy = value;
-    T* host = grow_to(n, "resize");  // may reallocate: take the pointer it returns
-    std::uninitialized_fill(host + old, host + n, copy);
-  }
+  void resize(size_type n, const T& value);
 
   // --- host access ----------------------------------------------------------------------------
 
@@ -565,21 +465,13 @@ class SmartArray {
    * @throws logic_error in builds with SMARTARRAY_DEBUG_CHECKS when `i` is out of range (an empty
    *         or moved-from array included), naming the array, the index and the call.
    */
-  [[nodiscard]] reference operator[](detail::IndexAt i) {
-    check_element(i, "operator[]");
-    if (!core_.host_writable()) [[unlikely]] write_element(i.index, i.where);
-    return host_ptr()[i.index];
-  }
+  [[nodiscard]] reference operator[](detail::IndexAt i);
   /**
    * @brief Element `i` for reading: the device copy stays valid.
    * @param i an index below size(); converting it records the caller's source location.
    * @throws logic_error in builds with SMARTARRAY_DEBUG_CHECKS when `i` is out of range.
    */
-  [[nodiscard]] const_reference operator[](detail::IndexAt i) const {
-    check_element(i, "operator[]");
-    if (!core_.host_readable()) [[unlikely]] read_element(i.index, i.where);
-    return host_ptr()[i.index];
-  }
+  [[nodiscard]] const_reference operator[](detail::IndexAt i) const;
   /**
    * @brief Checked element access for writing.
    * @param i the index.
@@ -769,42 +661,26 @@ class SmartArray {
    */
   [[nodiscard]] DeviceView<T> device_view(
       Access access, StreamRef stream = {},
-      smartarray::source_location where = smartarray::source_location::current()) {
-    auto* ptr =
-        reinterpret_cast<T*>(core_.acquire_device(access, stream, where, read_checked(access)));
-    return DeviceView<T>(ptr, size(), view_stamp());
-  }
+      smartarray::source_location where = smartarray::source_location::current());
   /// @brief The device copy for reading on `stream`.
   /// @param stream the stream the work runs on.
   /// @param where the caller's source location, for the migration trace.
   [[nodiscard]] DeviceView<const T> device_view(
-      StreamRef stream = {}, smartarray::source_location where = smartarray::source_location::current()) const {
-    auto* ptr = reinterpret_cast<const T*>(
-        core_.acquire_device(Access::read, stream, where, read_checked(Access::read)));
-    return DeviceView<const T>(ptr, size(), view_stamp());
-  }
+      StreamRef stream = {}, smartarray::source_location where = smartarray::source_location::current()) const;
 
   // --- Numba's SmartArray names ---------------------------------------------------------------
 
   /// @brief Numba's `host()`: the host copy, refreshed if stale, not marked changed. After writing
   ///        through it, call host_changed().
   /// @param where the caller's source location, for the migration trace.
-  [[nodiscard]] std::span<T> host(smartarray::source_location where = smartarray::source_location::current()) {
-    if (!core_.host_readable()) core_.acquire_host(Access::read, std::nullopt, where);
-    core_.wait_host_readers();
-    return {host_ptr(), size()};
-  }
+  [[nodiscard]] std::span<T> host(smartarray::source_location where = smartarray::source_location::current());
   /// @brief Numba's `gpu()`: the device copy, refreshed if stale, not marked changed. After a
   ///        kernel writes it, call gpu_changed(). Work on `stream` is ordered after every other
   ///        use of the device copy, so that a kernel may write through the view.
   /// @param stream the stream the work runs on.
   /// @param where the caller's source location, for the migration trace.
   [[nodiscard]] DeviceView<T> gpu(StreamRef stream = {},
-                                  smartarray::source_location where = smartarray::source_location::current()) {
-    auto* ptr = reinterpret_cast<T*>(core_.acquire_device(Access::read, stream, where));
-    core_.order_device_write(stream);
-    return DeviceView<T>(ptr, size(), view_stamp());
-  }
+                                  smartarray::source_location where = smartarray::source_location::current());
   /// @brief Numba's `host_changed()`: the host copy was modified; the device copy becomes stale.
   void host_changed() { core_.host_changed(); }
   /// @brief Numba's `gpu_changed()`: the device copy was modified on `stream`; the host copy
@@ -862,13 +738,7 @@ class SmartArray {
    * @throws std::length_error when `dest` holds fewer than size() elements (naming both sizes).
    */
   void copy_to(std::span<T> dest, StreamRef stream = {}, bool wait = true,
-               smartarray::source_location where = smartarray::source_location::current()) const {
-    SMARTARRAY_EXPECTS(dest.size() >= size(), std::length_error,
-                       "copy_to_host: the destination holds ", dest.size(),
-                       " elements but the array has ", size());
-    core_.copy_out(reinterpret_cast<std::byte*>(dest.data()), size() * sizeof(T), stream, wait,
-                   where, read_checked(Access::read));
-  }
+               smartarray::source_location where = smartarray::source_location::current()) const;
 
   /// @brief Element-wise equality, as for `std::vector` (see the non-member comment).
   friend bool operator==(const detail::Compared<T>& a, const detail::Compared<T>& b) {
@@ -898,13 +768,7 @@ class SmartArray {
   }
   /// The generation a new device view records: only debug builds check it, so release builds
   /// leave their views untracked instead of reading the registry on every acquire.
-  [[nodiscard]] detail::ViewStamp view_stamp() const noexcept {
-#if SMARTARRAY_DEBUG_CHECKS
-    return core_.view_stamp();
-#else
-    return {};
-#endif
-  }
+  [[nodiscard]] detail::ViewStamp view_stamp() const noexcept;
   /// Whether an acquire for `access` checks that the array was written: reads, in debug builds.
   [[nodiscard]] static constexpr bool read_checked(Access access) noexcept {
     return access == Access::read && SMARTARRAY_DEBUG_CHECKS != 0;
@@ -925,16 +789,8 @@ class SmartArray {
   }
   /// The slow paths of element access: the element's tile, unless the window of tiles that the
   /// last element access left covers it (see ArrayCore::acquire_element()).
-  void write_element(size_type i, smartarray::source_location where) {
-    const std::size_t offset = i * sizeof(T);
-    if (core_.element_writable(offset, offset + sizeof(T) - 1)) return;
-    core_.acquire_element(Access::read_write, offset, sizeof(T), where, false);
-  }
-  void read_element(size_type i, smartarray::source_location where) const {
-    const std::size_t offset = i * sizeof(T);
-    if (core_.element_readable(offset, offset + sizeof(T) - 1)) return;
-    core_.acquire_element(Access::read, offset, sizeof(T), where, read_checked(Access::read));
-  }
+  void write_element(size_type i, smartarray::source_location where);
+  void read_element(size_type i, smartarray::source_location where) const;
   /// The host data for `access`, acquired for the call at `where` unless already in that state.
   T* host_data(Access access, smartarray::source_location where) {
     if (!fast_host(access)) [[unlikely]] acquire_host_at(access, where);
@@ -950,47 +806,22 @@ class SmartArray {
   }
   /// Debug builds: the element `i` exists (an empty or moved-from array has none).
   void check_element([[maybe_unused]] const detail::IndexAt& i,
-                     [[maybe_unused]] const char* what) const {
-#if SMARTARRAY_DEBUG_CHECKS
-    if (i.index >= size()) [[unlikely]] {
-      throw_no_element(detail::concat(what, "(", i.index, ")"), i.where);
-    }
-#endif
-  }
+                     [[maybe_unused]] const char* what) const;
   /// Debug builds: the array has an element for front()/back().
   void check_not_empty([[maybe_unused]] const char* what,
-                       [[maybe_unused]] const smartarray::source_location& where) const {
-#if SMARTARRAY_DEBUG_CHECKS
-    if (empty()) [[unlikely]] throw_no_element(detail::concat(what, "()"), where);
-#endif
-  }
+                       [[maybe_unused]] const smartarray::source_location& where) const;
   [[noreturn]] void throw_no_element(const std::string& call,
-                                     const smartarray::source_location& where) const {
-    throw logic_error(detail::concat(core_.describe(), ": ", call, " at ", where.file_name(), ":",
-                                     where.line(), " is out of range for size ", size(),
-                                     empty() ? " (an empty or moved-from array)" : ""));
-  }
+                                     const smartarray::source_location& where) const;
   /// The bytes of `n` elements. Small enough to inline, so that the compiler knows `n` is bounded
   /// on the path that follows.
   static size_type checked_bytes(size_type n, const char* what) {
     if (n > max_size()) [[unlikely]] throw_too_long(n, what);
     return n * sizeof(T);
   }
-  [[noreturn]] static void throw_too_long(size_type n, const char* what) {
-    throw std::length_error(detail::concat("SmartArray::", what, "(", n, "): ", n,
-                                           " elements of ", sizeof(T),
-                                           " bytes exceed max_size() ", max_size()));
-  }
+  [[noreturn]] static void throw_too_long(size_type n, const char* what);
   /// The elements of [first, last), each constructed from `*it`, before the array changes.
   template <typename It>
-  static std::vector<T> staged(It first, It last) {
-    std::vector<T> values;
-    if constexpr (detail::MultiPassIterator<It>) {
-      values.reserve(static_cast<size_type>(std::distance(first, last)));
-    }
-    for (; first != last; ++first) values.emplace_back(*first);
-    return values;
-  }
+  static std::vector<T> staged(It first, It last);
   /// Grows to `n` elements (the new tail is valid on the host only) and returns the host data.
   T* grow_to(size_type n, const char* what) {
     return reinterpret_cast<T*>(core_.append(checked_bytes(n, what)));
@@ -999,111 +830,36 @@ class SmartArray {
   /// of line and taking `value` by value (in registers for small types), so that a loop of
   /// emplace_back() spills nothing on its lock-free path: a value that this call needed in memory
   /// afterwards was stored to the stack on every append.
-  [[gnu::noinline]] T* append_grown(size_type old_bytes, T value) {
-    if (old_bytes >= max_size() * sizeof(T)) [[unlikely]] {
-      throw_too_long(old_bytes / sizeof(T) + 1, "push_back");
-    }
-    return place(core_.append(old_bytes + sizeof(T)) + old_bytes, value);
-  }
+  [[gnu::noinline]] T* append_grown(size_type old_bytes, T value);
   /// A new array's first `n` elements, with a capacity of exactly `n`, as std::vector's.
-  T* grow_exact(size_type n) {
-    const size_type bytes = checked_bytes(n, "SmartArray");
-    core_.reserve(bytes);
-    return reinterpret_cast<T*>(core_.append(bytes));
-  }
+  T* grow_exact(size_type n);
   /// Makes room for `count` elements at `index` and returns the first. At the end this is an
   /// append; elsewhere the core makes the host copy whole and moves the tail.
   T* open_gap(size_type index, size_type count, const char* what,
-              const smartarray::source_location& where) {
-    const size_type old = size();
-    if (count > max_size() - old) [[unlikely]] throw_too_long(count, what);
-    if (index == old) return grow_to(old + count, what) + index;
-    if (core_.insert_in_place(index * sizeof(T), count * sizeof(T))) return host_ptr() + index;
-    std::byte* host = core_.insert_gap(index * sizeof(T), count * sizeof(T), where);
-    return reinterpret_cast<T*>(host) + index;
-  }
+              const smartarray::source_location& where);
   /// Inserts `T(args...)` at `index`; the value is built before the array changes.
   template <typename... Args>
-  T* emplace_at(size_type index, const smartarray::source_location& where, Args&&... args) {
-    const T value = make_value(std::forward<Args>(args)...);
-    T* slot = open_gap(index, 1, "insert", where);
-    std::memcpy(static_cast<void*>(slot), std::addressof(value), sizeof(T));
-    return slot;
-  }
+  T* emplace_at(size_type index, const smartarray::source_location& where, Args&&... args);
   /// Overwrites every element on the host after resizing to `n`; nothing is copied.
   T* overwrite_all(size_type n) {
     return reinterpret_cast<T*>(core_.assign_discard(checked_bytes(n, "assign")));
   }
   /// True when `values` lies in this array's host storage (which a reallocation would free).
-  [[nodiscard]] bool in_storage(std::span<const T> values) const noexcept {
-    const auto address = reinterpret_cast<std::uintptr_t>(values.data());
-    const auto base = reinterpret_cast<std::uintptr_t>(core_.host_data());
-    return !values.empty() && base != 0 && address >= base && address - base < core_.capacity();
-  }
+  [[nodiscard]] bool in_storage(std::span<const T> values) const noexcept;
   iterator insert_span(size_type index, std::span<const T> values,
-                       const smartarray::source_location& where) {
-    if (values.empty()) return iterator(host_ptr() + index);
-    if (in_storage(values)) {
-      const std::vector<T> copy(values.begin(), values.end());
-      return insert_span(index, copy, where);
-    }
-    T* gap = open_gap(index, values.size(), "insert", where);
-    std::memcpy(static_cast<void*>(gap), values.data(), values.size_bytes());
-    return iterator(gap);
-  }
-  void assign_span(std::span<const T> values) {
-    if (in_storage(values)) {
-      const std::vector<T> copy(values.begin(), values.end());
-      assign_span(copy);
-      return;
-    }
-    T* host = overwrite_all(values.size());
-    if (!values.empty()) std::memcpy(static_cast<void*>(host), values.data(), values.size_bytes());
-  }
+                       const smartarray::source_location& where);
+  void assign_span(std::span<const T> values);
   /// The element index of `pos`. Debug builds check that it is a position in this array.
-  size_type index_of(const_iterator pos, const char* what) const {
-    const auto address = reinterpret_cast<std::uintptr_t>(pos.base());
-    const auto base = reinterpret_cast<std::uintptr_t>(core_.host_data());
-#if SMARTARRAY_DEBUG_CHECKS
-    SMARTARRAY_EXPECTS(address >= base && address - base <= core_.size() &&
-                           (address - base) % sizeof(T) == 0,
-                       logic_error, "SmartArray::", what, ": the iterator ",
-                       static_cast<const void*>(pos.base()), " is not a position in ",
-                       core_.describe(), " (data ", static_cast<const void*>(host_ptr()), ", ",
-                       size(), " elements)");
-#else
-    (void)what;
-#endif
-    return (address - base) / sizeof(T);
-  }
+  size_type index_of(const_iterator pos, const char* what) const;
   /// Copies `value` into the raw host bytes at `slot` and returns the element (bitwise where T
   /// cannot be copy-constructed).
-  static T* place(std::byte* slot, const T& value) noexcept {
-    if constexpr (std::is_copy_constructible_v<T>) {
-      return ::new (static_cast<void*>(slot)) T(value);
-    } else {
-      std::memcpy(slot, std::addressof(value), sizeof(T));
-      return reinterpret_cast<T*>(slot);
-    }
-  }
+  static T* place(std::byte* slot, const T& value) noexcept;
   /// Builds `T(args...)` (or `T{args...}`, see make_value) in the raw host bytes at `slot`.
   template <typename... Args>
-  static T* construct(std::byte* slot, Args&&... args) {
-    if constexpr (std::is_constructible_v<T, Args&&...>) {
-      return ::new (static_cast<void*>(slot)) T(std::forward<Args>(args)...);
-    } else {
-      return ::new (static_cast<void*>(slot)) T{std::forward<Args>(args)...};
-    }
-  }
+  static T* construct(std::byte* slot, Args&&... args);
   /// `T(args...)`, or `T{args...}` for aggregates that take no parenthesized initializer.
   template <typename... Args>
-  static T make_value(Args&&... args) {
-    if constexpr (std::is_constructible_v<T, Args&&...>) {
-      return T(std::forward<Args>(args)...);
-    } else {
-      return T{std::forward<Args>(args)...};
-    }
-  }
+  static T make_value(Args&&... args);
 
   mutable detail::ArrayCore core_;
 };
@@ -1155,21 +911,7 @@ void swap(SmartArray<T>& a, SmartArray<T>& b) noexcept {
 template <typename T, typename Pred>
 typename SmartArray<T>::size_type erase_if(
     SmartArray<T>& array, Pred pred,
-    smartarray::source_location where = smartarray::source_location::current()) {
-  const std::span<const T> scan = std::as_const(array).host_view(std::nullopt, where);
-  const auto match = std::find_if(scan.begin(), scan.end(), std::ref(pred));
-  if (match == scan.end()) return 0;
-  const std::span<T> host = array.host_view(Access::read_write, std::nullopt, where);
-  T* const first = host.data() + (match - scan.begin());
-  T* const last = host.data() + host.size();
-  T* kept = first;
-  for (T* it = first + 1; it != last; ++it) {
-    if (!pred(std::as_const(*it))) *kept++ = *it;
-  }
-  const auto removed = static_cast<typename SmartArray<T>::size_type>(last - kept);
-  array.erase(array.cbegin(where) + (kept - host.data()), array.cend(where), where);
-  return removed;
-}
+    smartarray::source_location where = smartarray::source_location::current());
 
 /**
  * @brief `std::erase` for SmartArray, found by argument-dependent lookup (see erase_if).
@@ -1188,4 +930,5 @@ typename SmartArray<T>::size_type erase(
 
 }  // namespace smartarray
 
+#include <smartarray/core/detail/smart_array.inl>
 #include <smartarray/core/slice.hpp>

@@ -16,12 +16,12 @@
  *   reading the host buffer.
  * - Eviction (src/core/eviction.hpp): the registry of the pool that holds the device buffer.
  *
- * Several devices: each device that the array is used on has its own copy (DeviceCopy): its
- * buffer from that device's pool, its place in that pool's eviction registry, its StreamOrder and
- * its device views. The device of an access is its stream's. Device 0's copy is held inline, the
- * others are made when a second device first uses the array, so that an array of one device is
- * what it was before. The host readers (copies reading the host buffer) are tracked in device 0's
- * StreamOrder, whatever device they copy to (host_order()).
+ * Several devices: each device that the array is used on has its own copy (DeviceCopy, in
+ * device_copy.hpp): its buffer from that device's pool, its place in that pool's eviction registry,
+ * its StreamOrder and its device views. The device of an access is its stream's. Device 0's copy
+ * is held inline, the others are made when a second device first uses the array, so that an array
+ * of one device is what it was before. The host readers (copies reading the host buffer) are
+ * tracked in device 0's StreamOrder, whatever device they copy to (host_order()).
  *
  * Each locked entry point opens one Transaction: the lock, the retired streams dropped, the use
  * recorded for eviction, and, when it ends, the observers refreshed (the fast-path flags, the
@@ -31,13 +31,13 @@
  * default-constructed core is a constant that touches nothing until it is used.
  *
  * Appends and truncations that leave validity as it is (the common `push_back`/`pop_back`) take a
- * lock-free path: they change only the size, inside a window [fast_floor_, fast_limit_] that the
- * locked operations of the owning thread recompute. Appends up to fast_limit_ write no byte that a
- * pending upload reads, and truncations down to fast_floor_ clamp neither side's valid range; both
- * keep the size inside the window. Eviction, which runs on other threads, never reads the size nor
- * writes the window, so it cannot race with that path. Inserts and erases in the middle take it
- * too while the host copy is the only valid one (host_writable_): eviction then has no data to
- * write back into the host buffer that they move.
+ * lock-free path (array_core_fast_paths.inl): they change only the size, inside a window
+ * [fast_floor_, fast_limit_] that the locked operations of the owning thread recompute. Appends up
+ * to fast_limit_ write no byte that a pending upload reads, and truncations down to fast_floor_
+ * clamp neither side's valid range; both keep the size inside the window. Eviction, which runs on
+ * other threads, never reads the size nor writes the window, so it cannot race with that path.
+ * Inserts and erases in the middle take it too while the host copy is the only valid one
+ * (host_writable_): eviction then has no data to write back into the host buffer that they move.
  */
 #pragma once
 
@@ -48,9 +48,10 @@
 #include <smartarray/diagnostics/observability.hpp>
 #include <smartarray/core/residency.hpp>
 #include <smartarray/runtime/stream.hpp>
-#include <smartarray/runtime/detail/pinned_flags.hpp>
 #include <smartarray/diagnostics/detail/host_guard.hpp>
+#include <smartarray/core/detail/device_copy.hpp>
 #include <smartarray/core/detail/residency_state.hpp>
+#include <smartarray/core/detail/storage_options.hpp>
 #include <smartarray/core/detail/stream_order.hpp>
 #include <smartarray/diagnostics/detail/view_registry.hpp>
 
@@ -67,7 +68,6 @@
 
 namespace smartarray::detail {
 
-class EvictionRegistry;
 class StorageStrategy;
 struct StorageContext;
 
@@ -76,75 +76,8 @@ struct StorageContext;
 /// moves about 6 GB/s; small ones are one memcpy. Returns when all is copied.
 void parallel_copy(void* dst, const void* src, std::size_t bytes) noexcept;
 
-/// How an array stores its data (the parts of ArrayOptions that the core needs).
-struct StorageOptions {
-  MemoryMode mode = MemoryMode::explicit_copy;
-  /// Extra `PinnedFlags` of mapped memory (portable, write-combined).
-  unsigned pinned_flags = pinned_default;
-  /// Explicit mode only: never fall back to pageable host memory.
-  bool require_pinned = false;
-  /// Managed mode only: advise the driver that the data is read mostly.
-  bool read_mostly = false;
-  /// log2 of the tile size of element access.
-  std::uint8_t tile_shift = static_cast<std::uint8_t>(TileSize{}.shift());
-  friend bool operator==(const StorageOptions&, const StorageOptions&) = default;
-};
 /// Element access reads ahead after this many misses on consecutive tiles.
 inline constexpr unsigned readahead_after_misses = 3;
-
-/// The resources an array was given: nullptr means the default one, which the array takes when it
-/// first allocates (so that a default-constructed array touches nothing until it is used). A
-/// device resource serves the array's copy on device 0; copies on other devices come from their
-/// devices' resources (device_resource(d)).
-struct ResourceChoice {
-  MemoryResource* host = nullptr;
-  MemoryResource* device = nullptr;
-};
-
-class ArrayCore;
-
-/// An array's place in the eviction registry of the pool that holds one of its device buffers:
-/// the neighbours in that registry's list, each an array and the device of its copy there.
-struct EvictionLink {
-  EvictionRegistry* registry = nullptr;  ///< the registry it is linked into, or nullptr
-  ArrayCore* previous = nullptr;
-  ArrayCore* next = nullptr;
-  std::uint8_t previous_device = 0;
-  std::uint8_t next_device = 0;
-};
-
-/// What the debug view checks remember of the device views of one device copy: the slot (0 until
-/// the first view) and the size, buffer and held bytes that the current views were made with.
-struct ViewState {
-  std::uint32_t slot = 0;
-  std::size_t size = 0;
-  const std::byte* address = nullptr;
-  /// The bytes the device held when the current views were made (up to four ranges; with more,
-  /// `scattered`, and any byte the device lacks later counts as lost).
-  std::array<ByteRange, 4> held{};
-  std::uint8_t ranges = 0;
-  bool scattered = false;
-};
-
-/// One device's copy of an array's data.
-struct DeviceCopy {
-  std::byte* data = nullptr;
-  std::size_t capacity = 0;
-  /// External memory (wrap_device): never freed, never evicted.
-  bool external = false;
-  /// The resource the buffer comes from (null until the first allocation).
-  MemoryResource* resource = nullptr;
-  /// The eviction registry of the pool under `resource` (resolved at the first allocation;
-  /// nullptr when not yet resolved or when the resource has no pool).
-  EvictionRegistry* registry = nullptr;
-  bool registry_resolved = false;
-  EvictionLink link;
-  StreamOrder order;
-  ViewState views;
-};
-
-/// The last device view slot that an acquire on this thread handed out (ArrayCore::view_stamp()).
-inline thread_local std::uint32_t last_view_slot = 0;
 
 class ArrayCore {
  public:
@@ -257,20 +190,10 @@ class ArrayCore {
                        const smartarray::source_location& where, bool require_written);
   /// The host holds the tiles of the element at `offset` (whose last byte is at `last`): a const
   /// element access needs no acquire. Any thread.
-  [[nodiscard]] bool element_readable(std::size_t offset, std::size_t last) const noexcept {
-    const std::uint64_t window = read_window_.load(std::memory_order_acquire);
-    const std::uint64_t first = window >> 32;
-    const std::uint64_t count = window & 0xffffffffU;
-    const unsigned shift = placement_.storage.tile_shift;
-    return (offset >> shift) - first < count && (last >> shift) - first < count;
-  }
+  [[nodiscard]] bool element_readable(std::size_t offset, std::size_t last) const noexcept;
   /// The host alone holds the tiles of the element at `offset` and no copy reads them: a
   /// non-const element access changes nothing.
-  [[nodiscard]] bool element_writable(std::size_t offset, std::size_t last) const noexcept {
-    const unsigned shift = placement_.storage.tile_shift;
-    return (offset >> shift) - element_.write_first < element_.write_count &&
-           (last >> shift) - element_.write_first < element_.write_count;
-  }
+  [[nodiscard]] bool element_writable(std::size_t offset, std::size_t last) const noexcept;
   /// acquire() of the host side.
   std::byte* acquire_host(Access access, std::optional<StreamRef> stream,
                           const smartarray::source_location& where, bool require_written = false) {
@@ -298,29 +221,13 @@ class ArrayCore {
   /// Grows the size to `new_size` bytes, reallocating geometrically if needed, and returns the host
   /// buffer. The new tail [old size, new size) is valid on the host only, and the caller must
   /// write it. No copy is made. Lock-free when it fits the capacity and no copy reads the tail.
-  std::byte* append(std::size_t new_size) {
-    if (new_size <= fast_limit_) [[likely]] {
-      state_.set_size_in_window(new_size);
-      note_fast_resize();
-      return buffers_.host;
-    }
-    std::byte* const host = append_locked(new_size);
-    // The same value append_locked() stored: with it in sight, the compiler keeps the size in a
-    // register across a loop of appends instead of reloading it after every store.
-    state_.set_size_in_window(new_size);
-    return host;
-  }
+  std::byte* append(std::size_t new_size);
   /// True when the lock-free path can append `bytes` at host_data() + size(). One compare, as
   /// std::vector's push_back. Nothing changes until commit_append(): the caller builds the new
   /// element in between, so that a throwing constructor leaves the array as it was.
-  [[nodiscard]] bool can_append_in_place(std::size_t bytes) const noexcept {
-    return state_.size() + bytes <= fast_limit_;
-  }
+  [[nodiscard]] bool can_append_in_place(std::size_t bytes) const noexcept;
   /// Grows the size to `new_size` bytes, which can_append_in_place() allowed.
-  void commit_append(std::size_t new_size) noexcept {
-    state_.set_size_in_window(new_size);
-    note_fast_resize();
-  }
+  void commit_append(std::size_t new_size) noexcept;
   /// Opens a gap of `bytes` at `pos` (< size) for the caller to write, when the host copy is whole
   /// and the only valid one, no copy reads it and the capacity holds the insert: then nothing but
   /// the host bytes and the size change, as in an append. False when insert_gap() must run. Out of
@@ -329,25 +236,10 @@ class ArrayCore {
   [[nodiscard]] bool insert_in_place(std::size_t pos, std::size_t bytes) noexcept;
   /// Removes [pos, pos + bytes), which ends before the size, under the same conditions as
   /// insert_in_place(). False when erase_range() must run.
-  [[nodiscard]] bool erase_in_place(std::size_t pos, std::size_t bytes) noexcept {
-    const std::size_t size = state_.size();
-    if (!host_writable_ || size - bytes < fast_floor_) return false;
-    std::memmove(buffers_.host + pos, buffers_.host + pos + bytes, size - pos - bytes);
-    state_.set_size_in_window(size - bytes);
-    note_fast_resize();
-    return true;
-  }
+  [[nodiscard]] bool erase_in_place(std::size_t pos, std::size_t bytes) noexcept;
   /// Shrinks the size to `new_size` bytes. Both sides keep what they held of the new range.
   /// Lock-free when neither side's valid range must be clamped.
-  void truncate(std::size_t new_size) noexcept {
-    if (new_size >= state_.size()) return;
-    if (new_size >= fast_floor_) [[likely]] {
-      state_.set_size_in_window(new_size);
-      note_fast_resize();
-      return;
-    }
-    truncate_locked(new_size);
-  }
+  void truncate(std::size_t new_size) noexcept;
   /// Opens a gap of `bytes` at `pos` (< size) and returns the host buffer; the caller writes the
   /// gap. The host copy is made whole first (one copy of a stale prefix) and the device copy
   /// becomes stale. Reallocates geometrically when needed, moving each element once.
@@ -509,17 +401,7 @@ class ArrayCore {
     return one_buffer() ? buffers_.host : device_copy(device).data;
   }
   /// The lock-free resize paths' part of note_view_state(), checked in debug builds only.
-  void note_fast_resize() noexcept {
-#if SMARTARRAY_DEBUG_CHECKS
-    for (int device = 0; device < device_copies(); ++device) {
-      ViewState& views = device_copy(device).views;
-      if (views.slot != 0 && state_.size() != views.size) [[unlikely]] {
-        note_view_change(views.slot, ViewChange::resized);
-        views.size = state_.size();
-      }
-    }
-#endif
-  }
+  void note_fast_resize() noexcept;
   void touch() noexcept;
   std::byte* append_locked(std::size_t new_size);
   void truncate_locked(std::size_t new_size) noexcept;
@@ -609,3 +491,5 @@ class ArrayCore {
 };
 
 }  // namespace smartarray::detail
+
+#include <smartarray/core/detail/array_core_fast_paths.inl>

@@ -1,0 +1,76 @@
+/**
+ * @file core/detail/run_list.hpp
+ * @brief Private: the run-length representation of which places hold which bytes of an array: byte
+ * ranges, places (the host and each device), holder masks and the runs of a residency state (see
+ * residency_state.hpp).
+ */
+#pragma once
+
+#include <smartarray/core/residency.hpp>
+#include <smartarray/core/detail/small_vector.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace smartarray::detail {
+
+/// The bytes [begin, end) of an array.
+struct ByteRange {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return end - begin; }
+  [[nodiscard]] constexpr bool empty() const noexcept { return begin >= end; }
+  friend constexpr bool operator==(const ByteRange&, const ByteRange&) = default;
+};
+
+/// One copy of an array's data: the host's, or a device's.
+struct Place {
+  Side side = Side::host;
+  std::uint8_t device = 0;  ///< for the device side
+  constexpr Place() noexcept = default;
+  /// The host, or device 0: with one device, a side is a place.
+  constexpr Place(Side on) noexcept : side(on) {}  // NOLINT(google-explicit-constructor)
+  constexpr Place(Side on, int ordinal) noexcept
+      : side(on), device(static_cast<std::uint8_t>(on == Side::device ? ordinal : 0)) {}
+  /// The place's bit in a holder mask.
+  [[nodiscard]] constexpr std::uint32_t bit() const noexcept {
+    return side == Side::host ? 1U : 2U << device;
+  }
+  friend constexpr bool operator==(const Place&, const Place&) = default;
+};
+
+/// Which places hold a run's bytes: a mask of Place::bit(). With one device it is one of the three
+/// named values; `device` and `both` name device 0.
+enum class Holder : std::uint32_t { host = 1, device = 2, both = 3 };
+
+[[nodiscard]] constexpr std::uint32_t bits(Holder holder) noexcept {
+  return static_cast<std::uint32_t>(holder);
+}
+[[nodiscard]] constexpr bool holds(Holder holder, Place place) noexcept {
+  return (bits(holder) & place.bit()) != 0;
+}
+/// The devices of a holder, as a mask of device ordinals (bit d: device d).
+[[nodiscard]] constexpr std::uint32_t devices_of(Holder holder) noexcept {
+  return bits(holder) >> 1;
+}
+/// The lowest device of a non-empty mask of device ordinals.
+[[nodiscard]] constexpr int lowest_device(std::uint32_t devices) noexcept {
+  int device = 0;
+  while ((devices & 1U) == 0) {
+    devices >>= 1;
+    ++device;
+  }
+  return device;
+}
+
+/// One run: from `begin` to the next run's begin, `holder` holds the bytes.
+struct Run {
+  std::size_t begin = 0;
+  Holder holder = Holder::host;
+  friend constexpr bool operator==(const Run&, const Run&) = default;
+};
+
+/// The runs of a state: empty means one run [0, infinity) held by the host.
+using RunList = SmallVector<Run, 6>;
+
+}  // namespace smartarray::detail
