@@ -48,17 +48,6 @@ FaultSlot& fault_slot(testing::Fault what) noexcept {
   return slots[what == testing::Fault::allocation ? 0 : 1];
 }
 
-const char* copy_kind_name(CopyKind kind) noexcept {
-  switch (kind) {
-    case CopyKind::host_to_device: return "host-to-device";
-    case CopyKind::device_to_host: return "device-to-host";
-    case CopyKind::device_to_device: return "device-to-device";
-    case CopyKind::host_to_host: return "host-to-host";
-    case CopyKind::peer: return "peer";
-  }
-  return "unknown";
-}
-
 /// testing::set_peer_access_enabled(false) turns every peer pair off.
 std::atomic<bool> peer_access_enabled{true};
 
@@ -91,6 +80,17 @@ Runtime* select_runtime() {
 }
 
 }  // namespace
+
+const char* copy_kind_name(CopyKind kind) noexcept {
+  switch (kind) {
+    case CopyKind::host_to_device: return "host-to-device";
+    case CopyKind::device_to_host: return "device-to-host";
+    case CopyKind::device_to_device: return "device-to-device";
+    case CopyKind::host_to_host: return "host-to-host";
+    case CopyKind::peer: return "peer";
+  }
+  return "unknown";
+}
 
 void check_injected_allocation_failure(std::size_t bytes, const char* what) {
   if (fault_slot(testing::Fault::allocation).tick()) {

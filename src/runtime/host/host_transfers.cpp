@@ -14,20 +14,6 @@
 #include <vector>
 
 namespace smartarray::detail {
-namespace {
-
-const char* copy_kind_name(CopyKind kind) noexcept {
-  switch (kind) {
-    case CopyKind::host_to_device: return "host-to-device";
-    case CopyKind::device_to_host: return "device-to-host";
-    case CopyKind::device_to_device: return "device-to-device";
-    case CopyKind::host_to_host: return "host-to-host";
-    case CopyKind::peer: return "peer";
-  }
-  return "unknown";
-}
-
-}  // namespace
 
 void HostRuntime::do_copy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind,
                                 StreamRef stream) {

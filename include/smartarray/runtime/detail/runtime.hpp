@@ -23,6 +23,8 @@ namespace smartarray::detail {
 /// Direction of a copy. `device_to_device` stays on one device; `peer` goes from one device to
 /// another (copy_peer_async()).
 enum class CopyKind { host_to_device, device_to_host, device_to_device, host_to_host, peer };
+/// The direction's name in messages: "host-to-device", ..., "peer".
+[[nodiscard]] const char* copy_kind_name(CopyKind kind) noexcept;
 
 /// Where a managed range should live (prefetch target).
 enum class Location { host, device };
