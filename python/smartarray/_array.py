@@ -189,12 +189,12 @@ class SmartArray(_ext._Core):
         if readonly:
             ptr = self._device_ptr(READ, handle)
         else:
-            ptr = self._gpu(handle)
+            ptr = self._device_unmarked(handle)
         return device_object(self, ptr, handle, readonly)
 
     def gpu_changed(self, stream=None):
         """The device copy was modified (on `stream`): the host copy becomes stale."""
-        self._gpu_changed(self.stream if stream is None else stream_handle(stream))
+        self._device_changed(self.stream if stream is None else stream_handle(stream))
 
     def device_view(self, access="read_write", stream=None):
         """The C++ acquire API: the device copy made valid for `access` ('read', 'read_write',

@@ -14,7 +14,7 @@ from ._devices import current_or, default_stream_of, device_guard
 from ._dtypes import check_dtype, from_dlpack_code
 from ._layout import contiguous_order
 from ._streams import from_protocol_stream
-from ._views import cai_dict, no_gpu_error
+from ._views import cai_dict, no_device_error
 
 READ, READ_WRITE = 0, 1
 kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged = 1, 2, 3, 13
@@ -34,7 +34,7 @@ def export_stream(array, device=None):
 
 def cuda_array_interface(array):
     if _ext.backend() != "cuda":
-        raise no_gpu_error("SmartArray.__cuda_array_interface__")
+        raise no_device_error("SmartArray.__cuda_array_interface__")
     handle, _ = export_stream(array)
     return cai_dict(array, array._device_ptr(READ_WRITE, handle), False, handle)
 

@@ -10,7 +10,7 @@ from . import _ext
 from ._streams import cai_stream
 
 
-def no_gpu_error(what):
+def no_device_error(what):
     return AttributeError(
         f"{what}: the smartarray host backend has no GPU (its 'device' copy is a separate host "
         "allocation), so there is no CUDA device pointer to export; run on a machine with a GPU, "
@@ -82,7 +82,7 @@ class DeviceArrayView:
     @property
     def __cuda_array_interface__(self):
         if _ext.backend() != "cuda":
-            raise no_gpu_error("DeviceArrayView.__cuda_array_interface__")
+            raise no_device_error("DeviceArrayView.__cuda_array_interface__")
         return cai_dict(self._owner, self._ptr, self.readonly, self._stream)
 
     def copy_to_host(self, out=None, stream=0):

@@ -201,12 +201,15 @@ NB_MODULE(_ext, m) {
       .def("_device_ptr", &Core::device_ptr)
       .def("_host",
            [](Core& c) { return reinterpret_cast<std::uintptr_t>(c.arr().host().data()); })
-      .def("_gpu",
+      // Numba's gpu() and gpu_changed() (the C++ members of those names), under host/device
+      // names here: the device copy, not marked changed; then the mark.
+      .def("_device_unmarked",
            [](Core& c, std::uintptr_t stream) {
              return reinterpret_cast<std::uintptr_t>(c.arr().gpu(stream_of(stream)).data());
            })
       .def("_host_changed", [](Core& c) { c.arr().host_changed(); })
-      .def("_gpu_changed", [](Core& c, std::uintptr_t stream) { c.arr().gpu_changed(stream_of(stream)); })
+      .def("_device_changed",
+           [](Core& c, std::uintptr_t stream) { c.arr().gpu_changed(stream_of(stream)); })
       .def("_copy_to",
            [](const Core& c, std::uintptr_t dest, std::size_t nbytes, std::uintptr_t stream) {
              c.arr().copy_to(std::span<std::byte>(reinterpret_cast<std::byte*>(dest), nbytes),
