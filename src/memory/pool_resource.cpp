@@ -20,7 +20,6 @@
 #include <smartarray/error.hpp>
 #include <smartarray/memory/pool_resource.hpp>
 
-#include "memory/alignment.hpp"
 #include "memory/pool_state.hpp"
 #include "memory/request_counts.hpp"
 
@@ -101,73 +100,6 @@ void PoolResource::set_maximum_size(std::optional<std::size_t> bytes) {
   const std::lock_guard lock(state_->mutex);
   state_->limit = bytes ? std::optional<std::size_t>(State::round_down(*bytes)) : std::nullopt;
   state_->published_limit.store(state_->limit.value_or(State::no_limit), std::memory_order_relaxed);
-}
-
-void* PoolResource::do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment,
-                                bool host) {
-  return allocate_counted(stream, bytes, alignment, host, nullptr);
-}
-
-void* PoolResource::allocate_counted(StreamRef stream, std::size_t bytes, std::size_t alignment,
-                                     bool host, MemoryStats* counts) {
-  if (bytes == 0) return nullptr;
-  State& state = *state_;
-  detail::check_alignment(alignment, state.allocate_what.c_str());
-  detail::check_injected_allocation_failure(bytes, state.allocate_what.c_str());
-  if (bytes > State::no_limit - State::granularity) {
-    const std::lock_guard lock(state.mutex);
-    throw out_of_memory(state.out_of_memory_message_locked(stream, bytes, host));
-  }
-  const std::size_t size = State::round_up(bytes);
-  {
-    const std::lock_guard lock(state.mutex);
-    char* block = state.search_locked(stream, size, host);
-    if (block == nullptr && state.grow_locked(size)) block = state.take_locked(state.shared_free, size);
-    if (block != nullptr) {
-      if (counts != nullptr) detail::count_allocation(*counts, bytes);
-      return block;
-    }
-  }
-  void* block = state.allocate_out_of_memory(stream, bytes, size, host);
-  if (counts != nullptr) {
-    const std::lock_guard lock(state.mutex);
-    detail::count_allocation(*counts, bytes);
-  }
-  return block;
-}
-
-void PoolResource::do_deallocate(StreamRef stream, void* ptr, std::size_t bytes, std::size_t,
-                                 bool host) noexcept {
-  deallocate_counted(stream, ptr, bytes, host, nullptr);
-}
-
-void PoolResource::deallocate_counted(StreamRef stream, void* ptr, std::size_t bytes, bool host,
-                                      MemoryStats* counts) noexcept {
-  if (ptr == nullptr) return;
-  State& state = *state_;
-  const std::lock_guard lock(state.mutex);
-  const auto found = state.live.find(static_cast<char*>(ptr));
-  if (found == state.live.end() || found->second->cached ||
-      found->second->size != State::round_up(bytes)) {
-    // Freeing what the pool never handed out (or twice) would corrupt it: stop here.
-    std::cerr << "smartarray: " << state.options.name << " deallocate of " << bytes << " bytes at "
-              << ptr << ": "
-              << (found == state.live.end() || found->second->cached
-                      ? "not a live block of this pool (never allocated here, or freed twice)"
-                      : "the size differs from the allocation's")
-              << "\n";
-    std::abort();
-  }
-  if (counts != nullptr) detail::count_deallocation(*counts, bytes);
-  State::Block* const block = found->second;
-  state.in_use -= block->size;
-  if (host && state.cache_locked(block)) return;
-  state.live.erase(found);
-  block->free = true;
-  block->shared = host;
-  block->stream = host ? nullptr : stream.handle();
-  block->release = ++state.releases;
-  state.file_free_locked(block);
 }
 
 MemoryStats PoolResource::read_counted(const MemoryStats& counts) const {

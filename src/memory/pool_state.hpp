@@ -130,7 +130,7 @@ struct PoolResource::State {
   // --- the helpers below need `mutex` held, except settle(), evict_and_search() and
   // allocate_out_of_memory(), which take it themselves ---
 
-  // Free lists, size stacks and the search (memory/pool_free_lists.cpp).
+  // Free lists, size stacks and the search (memory/pool_allocation.cpp).
 
   FreeList& list_of(const Block& block) {
     return block.shared ? shared_free : stream_free[block.stream];
