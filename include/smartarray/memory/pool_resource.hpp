@@ -97,9 +97,9 @@ class PoolResource final : public MemoryResource {
   /// @brief The hard limit on the bytes held from upstream now; none when empty.
   [[nodiscard]] std::optional<std::size_t> maximum_size() const;
   /**
-   * @brief Changes the hard limit (rounded down to the pool's 2 MiB granularity). Memory held
-   *        above a lowered limit stays until trim() or an eviction gives it back; the pool only
-   *        stops growing past it.
+   * @brief Changes the hard limit (rounded down to the pool's granularity, `default_alignment`
+   *        bytes). Memory held above a lowered limit stays until trim() or an eviction gives it
+   *        back; the pool only stops growing past it.
    * @param bytes the new limit; none when empty.
    */
   void set_maximum_size(std::optional<std::size_t> bytes);
