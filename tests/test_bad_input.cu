@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/input_iterator.hpp"
 #include "support/test_support.hpp"
 
 namespace sa = smartarray;
@@ -261,26 +262,9 @@ TEST(EnvironmentTrace, SettingsAreSwitchesOrWritableFiles) {
 
 // Case 18: the range constructor never applies the comma operator to the caller's iterators.
 namespace {
+/// A multi-pass iterator whose comma operator is deleted (support/input_iterator.hpp).
 template <typename T>
-class NoCommaIterator {
- public:
-  using iterator_category = std::forward_iterator_tag;
-  using value_type = T;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const T*;
-  using reference = const T&;
-  NoCommaIterator() = default;
-  explicit NoCommaIterator(const T* at) : at_(at) {}
-  reference operator*() const { return *at_; }
-  NoCommaIterator& operator++() { ++at_; return *this; }
-  NoCommaIterator operator++(int) { auto copy = *this; ++at_; return copy; }
-  friend bool operator==(const NoCommaIterator&, const NoCommaIterator&) = default;
-  template <typename U>
-  void operator,(const U&) const = delete;
-
- private:
-  const T* at_ = nullptr;
-};
+using NoCommaIterator = sa::test::InputIterator<T, std::forward_iterator_tag>;
 }  // namespace
 
 TEST(DropIn, RangeOfAnIteratorWithoutACommaOperator) {

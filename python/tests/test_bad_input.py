@@ -28,12 +28,12 @@ def _unchanged(a, before, values):
 
 
 def _run(script, **env):
-    """Runs `script` in a fresh interpreter (with `env` added); returns its stderr."""
+    """Runs `script` in a fresh interpreter (with `env` added); returns its completed process."""
     import os
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
                        text=True, timeout=120, env={**os.environ, **env})
     assert r.returncode == 0, r.stderr
-    return r.stderr
+    return r
 
 
 # --- values and keys -------------------------------------------------------------------------------
@@ -188,7 +188,7 @@ def test_no_leak_report_at_exit():
         capsule = a.__dlpack__()
         over_dlpack = np.from_dlpack(a)
         a.h = a.host()
-    """)
+    """).stderr
     assert "leak" not in err, err
 
 
@@ -213,7 +213,7 @@ def test_a_bad_environment_value_is_an_error_of_the_first_operation(name, value,
     half-way). The host backend's settings apply to it only."""
     if name.startswith("SMARTARRAY_HOST_") and sa.backend() != "host":
         pytest.skip("a setting of the host backend")
-    out = _run_stdout("""
+    out = _run("""
         import numpy as np, smartarray as sa
         for attempt in range(2):
             try:
@@ -222,17 +222,9 @@ def test_a_bad_environment_value_is_an_error_of_the_first_operation(name, value,
                 print("raised:", error)
             else:
                 print("no error")
-    """, **{name: value})
+    """, **{name: value}).stdout
     lines = out.splitlines()
     assert len(lines) == 2 and all(line.startswith("raised:") for line in lines), out
     for part in (name, value, allowed):
         assert part in lines[0], (part, lines[0])
 
-
-def _run_stdout(script, **env):
-    """Runs `script` in a fresh interpreter (with `env` added); returns its standard output."""
-    import os
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
-                       text=True, timeout=120, env={**os.environ, **env})
-    assert r.returncode == 0, r.stderr
-    return r.stdout
