@@ -525,7 +525,7 @@ struct AddCallChunk {
 /// The device budget of an out_of_core run over `n` floats per array: a quarter of one array.
 std::size_t out_of_core_budget(std::size_t n) { return n * sizeof(float) / 4; }
 
-/// The chunk of the library's out-of-core calls (adapters/detail/chunked.hpp) for two float
+/// The chunk of the library's out-of-core calls (core/detail/chunked_access.hpp) for two float
 /// arrays: a buffer per array and slot within half the budget, a multiple of 256 elements. The
 /// hand-written loop uses the same chunks, double-buffered.
 std::size_t out_of_core_chunk(std::size_t n) {

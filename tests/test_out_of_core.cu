@@ -57,7 +57,7 @@ class OutOfCore : public ::testing::Test {
     if (restore_) sa::set_device_budget(previous_);
   }
   /// The chunks of a call over `count` elements with `element_bytes` bytes of arrays per element
-  /// (chunked.hpp).
+  /// (core/detail/chunked_access.hpp).
   static std::size_t chunks_of(std::size_t count, std::size_t element_bytes) {
     const std::size_t chunk =
         sa::device_budget() / 2 / (sa::detail::chunk_slots * element_bytes) / 256 * 256;

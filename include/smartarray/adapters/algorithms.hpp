@@ -18,7 +18,7 @@
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/adapters/detail/adapter_traits.hpp>
-#include <smartarray/adapters/detail/chunked.hpp>
+#include <smartarray/core/detail/chunked_access.hpp>
 #include <smartarray/core/detail/array_factory.hpp>
 
 #include <algorithm>
@@ -87,11 +87,11 @@ void copy_elements(Dst& dst, const Src& src, StreamRef stream,
     runtime().check_stream(stream);
     return;
   }
-  if (runs_in_chunks(stream, 0, dst, src)) {
+  if (exceeds_device_budget(stream, 0, chunk_operand(dst), chunk_operand(src))) {
     // Arrays that together do not fit the device budget are copied on the host: the source's
     // host copy is made whole, and one parallel memcpy writes the destination's, which becomes
     // valid on the host only. No device memory is used.
-    const std::span<const T> from = chunk_source_t<Src>::whole(src).host_view(std::nullopt, where);
+    const std::span<const T> from = Slice<const T>(chunk_operand(src)).host_view(std::nullopt, where);
     const std::span<T> to = writable_slice(dst).host_view(Access::discard, std::nullopt, where);
     parallel_copy(to.data(), from.data(), from.size_bytes());
     return;
@@ -219,7 +219,7 @@ void fill(Slice<T> s, std::type_identity_t<std::remove_const_t<T>> value, Stream
       detail::runtime().check_stream(stream);
       return;
     }
-    if (detail::runs_in_chunks(stream, 0, s)) {
+    if (detail::exceeds_device_budget(stream, 0, s)) {
       // A range whose array does not fit the device budget is filled on the host, which then
       // alone holds it: no device memory, no copy.
       const std::span<T> host = s.host_view(Access::discard, std::nullopt, where);

@@ -51,7 +51,7 @@
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/adapters/detail/adapter_traits.hpp>
-#include <smartarray/adapters/detail/chunked.hpp>
+#include <smartarray/core/detail/chunked_access.hpp>
 #include <smartarray/runtime/detail/cuda_check.hpp>
 
 #include <cuda/std/mdspan>
@@ -390,22 +390,23 @@ void check_argument_range(const A& argument) {
   }
 }
 
-/// The device-buffer bytes of a launch argument (chunked.hpp), looking through shaped(...).
+/// The device-buffer bytes of a launch argument (chunked_access.hpp), looking through
+/// shaped(...).
 template <typename A>
 std::size_t launch_bytes_of(const A& argument) {
   if constexpr (is_shaped_v<A>) {
-    return device_bytes_of(argument.argument());
+    return device_bytes_of(chunk_operand(argument.argument()));
   } else {
-    return device_bytes_of(argument);
+    return device_bytes_of(chunk_operand(argument));
   }
 }
 /// array_bytes_of() of a launch argument, looking through shaped(...).
 template <typename A>
 std::size_t launch_array_bytes_of(const A& argument) noexcept {
   if constexpr (is_shaped_v<A>) {
-    return array_bytes_of(argument.argument());
+    return array_bytes_of(chunk_operand(argument.argument()));
   } else {
-    return array_bytes_of(argument);
+    return array_bytes_of(chunk_operand(argument));
   }
 }
 

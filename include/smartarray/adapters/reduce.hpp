@@ -26,7 +26,7 @@
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
-#include <smartarray/adapters/detail/chunked.hpp>
+#include <smartarray/core/detail/chunked_access.hpp>
 
 #if defined(__CUDACC__)
 #include <smartarray/runtime/detail/cuda_check.hpp>
@@ -97,28 +97,21 @@ template <typename T, typename A, typename Op>
 /// reduce_async's out-of-core path: each chunk is folded on the device from its first element
 /// (which the host holds), into one partial result per chunk, and the partials are folded from
 /// `init` (op is associative and commutative).
-template <typename T, typename A, typename Op>
-[[nodiscard]] SmartArray<T> reduce_in_chunks(const A& a, T init, Op op, StreamRef stream,
+template <typename T, typename Op>
+[[nodiscard]] SmartArray<T> reduce_in_chunks(const Slice<const T>& a, T init, Op op,
+                                             StreamRef stream,
                                              const smartarray::source_location& where) {
-  const std::size_t n = a.size();
-  const int device = runtime().stream_device(stream);
-  const std::size_t chunk = chunk_elements("reduce", n, sizeof(T), device);
-  const std::array<StreamRef, chunk_slots> streams = chunk_streams(device);
-  const ChunkedOperand<A> operand(a, chunk, streams, device, where);
-  const std::span<const T> host = chunk_source_t<A>::whole(a).host_view(std::nullopt, where);
-  SmartArray<T> partials((n + chunk - 1) / chunk, no_init);
+  const ChunkedCall call("reduce", a.size(), sizeof(T), stream, where);
+  const std::span<const T> host = a.host_view(std::nullopt, where);
+  SmartArray<T> partials(call.chunks(), no_init);
   T* const parts = partials.device_view(Access::discard, stream, where).data();
-  run_chunks(
-      n, chunk, streams, stream,
-      [&](std::size_t b, std::size_t first, std::size_t count, StreamRef on) {
-        operand.upload(b, first, count, on, where);
-      },
-      [&](std::size_t b, std::size_t first, std::size_t count, StreamRef on) {
-        const DeviceView<const T> in = operand.device(b, first, count);
+  const std::size_t chunk = call.chunk();
+  call.run(
+      [&](std::size_t first, std::size_t count, StreamRef on, DeviceView<const T> in) {
         fold_chunk(DeviceView<const T>(in.data() + 1, count - 1), parts + first / chunk,
                    host[first], op, on);
       },
-      [](std::size_t, std::size_t, std::size_t, StreamRef) {});
+      a);
   return reduce_async_of<T>(partials, init, std::move(op), stream, where);
 }
 
@@ -131,8 +124,8 @@ template <typename T, typename A, typename Op>
     return SmartArray<T>(1, init);
   }
   require_kernel_compiler("reduce", a.size());
-  if (runs_in_chunks(stream, sizeof(T), a)) {
-    return reduce_in_chunks<T>(a, init, std::move(op), stream, where);
+  if (exceeds_device_budget(stream, sizeof(T), chunk_operand(a))) {
+    return reduce_in_chunks<T>(chunk_operand(a), init, std::move(op), stream, where);
   }
   SmartArray<T> result(1, no_init);
   const DeviceView<const T> in = a.device_view(stream, where);

@@ -46,8 +46,8 @@
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/adapters/detail/adapter_traits.hpp>
-#include <smartarray/adapters/detail/chunked.hpp>
 #include <smartarray/core/detail/array_factory.hpp>
+#include <smartarray/core/detail/chunked_access.hpp>
 
 #include <cuda/std/tuple>
 #include <cuda/std/utility>
@@ -246,6 +246,24 @@ Slice<typename OutputTraits<std::remove_cvref_t<Output>>::value_type> output_sli
 }
 
 inline namespace SMARTARRAY_KERNEL_ABI {
+/// transform's out-of-core path: `output[i] = f(operands[i]...)`, chunk by chunk, where each
+/// operand is a slice, a device view or a scalar (chunk_operand()); the output becomes valid on
+/// the host only.
+template <typename R, typename F, typename... Operands>
+void transform_in_chunks(const Slice<R>& output, bool in_place, StreamRef stream,
+                         const smartarray::source_location& where, const F& f,
+                         const Operands&... operands) {
+  const ChunkedCall call("transform", output.size(),
+                         sizeof(R) + (chunk_bytes_of<Operands>() + ... + std::size_t{0}), stream,
+                         where);
+  call.run_into(
+      output, in_place ? Access::read_write : Access::discard,
+      [&f](std::size_t, std::size_t count, StreamRef on, DeviceView<R> out, auto... chunks) {
+        for_each_index(count, TransformOp<F, R, decltype(chunks)...>{f, out, {chunks...}}, on);
+      },
+      operands...);
+}
+
 template <typename Output, typename F, typename... Ins>
 void transform_on(const smartarray::source_location& where, StreamRef stream, Output& output, F f,
                   const Ins&... ins) {
@@ -268,13 +286,8 @@ void transform_on(const smartarray::source_location& where, StreamRef stream, Ou
     // Arrays that need more device memory together than the budget run in chunks.
     if constexpr (!is_device_view_v<Output>) {
       const Slice<R> target = output_slice(output);
-      if (runs_in_chunks(stream, 0, target, ins...)) {
-        transform_in_chunks(
-            "transform", target, in_place, stream, where,
-            [&f](DeviceView<R> out, auto... operands) {
-              return TransformOp<F, R, decltype(operands)...>{f, out, {operands...}};
-            },
-            ins...);
+      if (exceeds_device_budget(stream, 0, target, chunk_operand(ins)...)) {
+        transform_in_chunks(target, in_place, stream, where, f, chunk_operand(ins)...);
         return;
       }
     }
@@ -315,7 +328,7 @@ template <typename F, typename... Args>
         // Valid on the device only, written there on `stream` (the kernel below is its first
         // use): no memory on the host until it is read there. A result that does not fit the
         // device budget with the operands is made on the host, and filled in chunks.
-        SmartArray<R> result = runs_in_chunks(stream, n * sizeof(R), ins...)
+        SmartArray<R> result = exceeds_device_budget(stream, n * sizeof(R), chunk_operand(ins)...)
                                    ? SmartArray<R>(n, no_init)
                                    : ArrayFactory::device_only<R>(n, stream, ArrayOptions{});
         transform_on(where, stream, result, f, ins...);

@@ -193,4 +193,14 @@ Slice<const T> SmartArray<T>::slice(size_type first, size_type count) const {
 }
 
 }  // namespace SMARTARRAY_VIEW_ABI
+
+namespace detail {
+template <typename T>
+struct IsSlice : std::false_type {};
+template <typename T>
+struct IsSlice<Slice<T>> : std::true_type {};
+/// True for `Slice<T>` and `Slice<const T>` with any cv-ref qualification.
+template <typename A>
+inline constexpr bool is_slice_v = IsSlice<std::remove_cvref_t<A>>::value;
+}  // namespace detail
 }  // namespace smartarray

@@ -759,6 +759,7 @@ class SmartArray {
 
  private:
   friend struct detail::ArrayFactory;
+  friend struct detail::ChunkedAccess;
   template <typename>
   friend class Slice;
 

@@ -135,4 +135,14 @@ static_assert(sizeof(DeviceView<float>) == sizeof(float*) + sizeof(std::size_t))
 #endif
 
 }  // inline namespace SMARTARRAY_VIEW_ABI
+
+namespace detail {
+template <typename T>
+struct IsDeviceView : std::false_type {};
+template <typename T>
+struct IsDeviceView<DeviceView<T>> : std::true_type {};
+/// True for `DeviceView<T>` with any cv-ref qualification.
+template <typename A>
+inline constexpr bool is_device_view_v = IsDeviceView<std::remove_cvref_t<A>>::value;
+}  // namespace detail
 }  // namespace smartarray

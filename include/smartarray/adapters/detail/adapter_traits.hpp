@@ -27,22 +27,6 @@ template <typename A>
 inline constexpr bool is_smart_array_v = IsSmartArray<std::remove_cvref_t<A>>::value;
 
 template <typename T>
-struct IsSlice : std::false_type {};
-template <typename T>
-struct IsSlice<Slice<T>> : std::true_type {};
-/// True for `Slice<T>` and `Slice<const T>` with any cv-ref qualification.
-template <typename A>
-inline constexpr bool is_slice_v = IsSlice<std::remove_cvref_t<A>>::value;
-
-template <typename T>
-struct IsDeviceView : std::false_type {};
-template <typename T>
-struct IsDeviceView<DeviceView<T>> : std::true_type {};
-/// True for `DeviceView<T>` with any cv-ref qualification.
-template <typename A>
-inline constexpr bool is_device_view_v = IsDeviceView<std::remove_cvref_t<A>>::value;
-
-template <typename T>
 struct IsOut : std::false_type {};
 template <typename T>
 struct IsOut<Out<T>> : std::true_type {};
@@ -74,6 +58,19 @@ void check_in_range(const A& argument) {
     (void)std::remove_cvref_t<A>(argument.array(), argument.first(), argument.size());
   } else if constexpr (is_out_v<A>) {
     if (argument.slice()) check_in_range(*argument.slice());
+  }
+}
+
+/// An argument as out-of-core access takes it (core/detail/chunked_access.hpp): an array as the
+/// slice of all its elements, out(...) as the slice it overwrites, views and scalars as they are.
+template <typename A>
+decltype(auto) chunk_operand(const A& argument) {
+  if constexpr (is_smart_array_v<A>) {
+    return argument.slice(0, argument.size());
+  } else if constexpr (is_out_v<A>) {
+    return argument.slice() ? *argument.slice() : argument.array().slice(0, argument.array().size());
+  } else {
+    return (argument);
   }
 }
 

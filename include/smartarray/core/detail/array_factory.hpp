@@ -20,11 +20,6 @@ namespace detail {
 /// The constructions that need the core of a fresh array, and the operations of the free
 /// functions that need an array's core.
 struct ArrayFactory {
-  /// The core of `array` (SmartArray keeps it mutable): out-of-core chunks copy through it.
-  template <typename T>
-  static ArrayCore& core(const SmartArray<T>& array) noexcept {
-    return array.core_;
-  }
   template <typename T>
   static void copy_device(SmartArray<T>& dst, const DeviceView<T>& to,
                           const DeviceView<const T>& from, StreamRef stream,

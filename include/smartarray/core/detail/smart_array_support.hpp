@@ -48,6 +48,8 @@ namespace detail {
 
 /// Builds the device-only and wrapping arrays of numba.hpp, which need the core.
 struct ArrayFactory;
+/// Copies out-of-core chunks through the core (chunked_access.hpp).
+struct ChunkedAccess;
 
 /// `std::vector`'s synth-three-way: `<=>` where the element has it, else built from `<`.
 template <typename T>
