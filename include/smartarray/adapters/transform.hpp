@@ -21,7 +21,7 @@
  * temporary one (`a.slice(first, count)`) is a valid operand or output.
  *
  * A last argument that is a stream (`StreamRef`, `Stream` or `cudaStream_t`) is the stream to run
- * on; otherwise the default stream. Up to 8 arguments follow the functor; the migration trace
+ * on; otherwise the default stream. Any number of operands follow the functor; the migration trace
  * names the line of the `transform` or `map` call for the copies its operands need. On the cuda
  * backend the work is a grid-stride kernel sized from the SM count (through `for_each_index`; the
  * calling file must be compiled by nvcc). On the host backend `f` runs on the stream's worker
@@ -228,10 +228,6 @@ decltype(auto) with_trailing_stream(Body&& body, Args&&... args) {
   }
 }
 
-/// How many arguments `transform` and `map` take after the functor (operands and a stream): each
-/// arity is an overload of its own, so that the call site can be a defaulted last parameter.
-inline constexpr std::size_t max_elementwise_arguments = 8;
-
 /// The elements an output (an array, a slice or out(...)) overwrites, as a slice.
 template <typename Output>
 Slice<typename OutputTraits<std::remove_cvref_t<Output>>::value_type> output_slice(
@@ -307,6 +303,11 @@ void transform_at(const smartarray::source_location& where, Output&& output, F f
       std::forward<Args>(args)...);
 }
 
+/// How many arguments `map` takes after the functor (operands and a stream): each arity is an
+/// overload of its own, so that the call site can be a defaulted last parameter while the result
+/// stays exactly `SmartArray<R>` (see `transform` for the class that needs no overloads).
+inline constexpr std::size_t max_elementwise_arguments = 8;
+
 /// map(f, args...) called at `where`.
 template <typename F, typename... Args>
 [[nodiscard]] auto map_at(const smartarray::source_location& where, F f, Args&&... args) {
@@ -345,14 +346,16 @@ inline namespace SMARTARRAY_KERNEL_ABI {
 /**
  * @brief `out[i] = f(ins[i]...)` for every element, on the device; scalars broadcast.
  *
- * One overload per number of arguments after `f`, from 0 to `detail::max_elementwise_arguments`
- * (8), each ending with the caller's source location (for the migration trace), which callers
- * never pass.
+ * Called as a function: `sa::transform(out, f, ins..., stream)`. It is a class template whose
+ * constructor does the work, because a constructor can take the caller's source location (for
+ * the migration trace) as a defaulted parameter after any number of arguments; the deduction
+ * guide below makes every call site deduce it. Callers never pass the location.
  *
  * @param output a non-const `SmartArray`, a `Slice<T>`, `out(a)`, `out(s)` or a `DeviceView<T>`;
  *        it is overwritten (acquired with `discard`, or `read_write` when its array is also an
  *        operand's array). A slice is overwritten in its range only.
  * @param f a `__host__ __device__` callable; its result converts to the output's element type.
+ * @param args the operands (arrays, slices, views or scalars), then optionally the stream.
  * @param where the caller's source location.
  * @throws logic_error when an array or slice operand's size differs from the output's (nothing is
  *         acquired), or on the cuda backend when the caller was not compiled by nvcc.
@@ -360,82 +363,16 @@ inline namespace SMARTARRAY_KERNEL_ABI {
  *         nothing is acquired.
  * @throws out_of_memory or cuda_error when an acquire or the launch fails.
  */
-template <typename Output, typename F>
-void transform(Output&& output, F f,
-               smartarray::source_location where = smartarray::source_location::current()) {
-  detail::transform_at(where, output, f);
-}
-/// @brief transform with 1 argument after `f`: an operand (array, slice, view or scalar) or the
-///        stream.
-template <typename Output, typename F, typename A1>
-void transform(Output&& output, F f, A1&& a1,
-               smartarray::source_location where = smartarray::source_location::current()) {
-  detail::transform_at(where, output, f, std::forward<A1>(a1));
-}
-/// @brief transform with 2 arguments after `f`: operands, the last one possibly the stream.
-template <typename Output, typename F, typename A1, typename A2>
-void transform(Output&& output, F f, A1&& a1, A2&& a2,
-               smartarray::source_location where = smartarray::source_location::current()) {
-  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2));
-}
-/// @brief transform with 3 arguments after `f`: operands, the last one possibly the stream.
-template <typename Output, typename F, typename A1, typename A2, typename A3>
-void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3,
-               smartarray::source_location where = smartarray::source_location::current()) {
-  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
-                       std::forward<A3>(a3));
-}
-/// @brief transform with 4 arguments after `f`: operands, the last one possibly the stream.
-template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4>
-void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4,
-               smartarray::source_location where = smartarray::source_location::current()) {
-  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
-                       std::forward<A3>(a3), std::forward<A4>(a4));
-}
-/// @brief transform with 5 arguments after `f`: operands, the last one possibly the stream.
-template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4,
-          typename A5>
-void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5,
-               smartarray::source_location where = smartarray::source_location::current()) {
-  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
-                       std::forward<A3>(a3), std::forward<A4>(a4), std::forward<A5>(a5));
-}
-/// @brief transform with 6 arguments after `f`: operands, the last one possibly the stream.
-template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4,
-          typename A5, typename A6>
-void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6,
-               smartarray::source_location where = smartarray::source_location::current()) {
-  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
-                       std::forward<A3>(a3), std::forward<A4>(a4), std::forward<A5>(a5),
-                       std::forward<A6>(a6));
-}
-/// @brief transform with 7 arguments after `f`: operands, the last one possibly the stream.
-template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4,
-          typename A5, typename A6, typename A7>
-void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6,
-               A7&& a7,
-               smartarray::source_location where = smartarray::source_location::current()) {
-  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
-                       std::forward<A3>(a3), std::forward<A4>(a4), std::forward<A5>(a5),
-                       std::forward<A6>(a6), std::forward<A7>(a7));
-}
-/// @brief transform with 8 arguments after `f`: operands, the last one possibly the stream.
-template <typename Output, typename F, typename A1, typename A2, typename A3, typename A4,
-          typename A5, typename A6, typename A7, typename A8>
-void transform(Output&& output, F f, A1&& a1, A2&& a2, A3&& a3, A4&& a4, A5&& a5, A6&& a6,
-               A7&& a7, A8&& a8,
-               smartarray::source_location where = smartarray::source_location::current()) {
-  detail::transform_at(where, output, f, std::forward<A1>(a1), std::forward<A2>(a2),
-                       std::forward<A3>(a3), std::forward<A4>(a4), std::forward<A5>(a5),
-                       std::forward<A6>(a6), std::forward<A7>(a7), std::forward<A8>(a8));
-}
-/// @brief More arguments than the overloads take: a compile error that says so.
 template <typename Output, typename F, typename... Args>
-  requires(sizeof...(Args) > detail::max_elementwise_arguments)
-void transform(Output&&, F, Args&&...) {
-  static_assert(detail::always_false_v<Output>,
-                "transform takes at most 8 arguments after the functor (operands and a stream)");
-}
+class transform {
+ public:
+  transform(Output&& output, F f, Args&&... args,  // NOLINT(google-explicit-constructor)
+            smartarray::source_location where = smartarray::source_location::current()) {
+    detail::transform_at(where, output, f, std::forward<Args>(args)...);
+  }
+};
+template <typename Output, typename F, typename... Args>
+transform(Output&&, F, Args&&...) -> transform<Output, F, Args...>;
 
 /**
  * @brief A new array with `f(ins[i]...)` for every element, computed on the device (our
