@@ -5,6 +5,7 @@
 #pragma once
 
 #include <smartarray/core/smart_array.hpp>
+#include <smartarray/detail/type_traits.hpp>
 
 #include <cstddef>
 #include <limits>
@@ -195,12 +196,8 @@ Slice<const T> SmartArray<T>::slice(size_type first, size_type count) const {
 }  // namespace SMARTARRAY_VIEW_ABI
 
 namespace detail {
-template <typename T>
-struct IsSlice : std::false_type {};
-template <typename T>
-struct IsSlice<Slice<T>> : std::true_type {};
 /// True for `Slice<T>` and `Slice<const T>` with any cv-ref qualification.
 template <typename A>
-inline constexpr bool is_slice_v = IsSlice<std::remove_cvref_t<A>>::value;
+inline constexpr bool is_slice_v = is_specialization_v<A, Slice>;
 }  // namespace detail
 }  // namespace smartarray

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <smartarray/config.hpp>
+#include <smartarray/detail/type_traits.hpp>
 #include <smartarray/diagnostics/detail/view_registry.hpp>
 
 #include <cuda/std/span>
@@ -137,12 +138,8 @@ static_assert(sizeof(DeviceView<float>) == sizeof(float*) + sizeof(std::size_t))
 }  // inline namespace SMARTARRAY_VIEW_ABI
 
 namespace detail {
-template <typename T>
-struct IsDeviceView : std::false_type {};
-template <typename T>
-struct IsDeviceView<DeviceView<T>> : std::true_type {};
 /// True for `DeviceView<T>` with any cv-ref qualification.
 template <typename A>
-inline constexpr bool is_device_view_v = IsDeviceView<std::remove_cvref_t<A>>::value;
+inline constexpr bool is_device_view_v = is_specialization_v<A, DeviceView>;
 }  // namespace detail
 }  // namespace smartarray

@@ -8,6 +8,7 @@
 #include <smartarray/core/slice.hpp>
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
+#include <smartarray/detail/type_traits.hpp>
 
 #include <type_traits>
 
@@ -18,21 +19,13 @@ class Out;
 
 namespace smartarray::detail {
 
-template <typename T>
-struct IsSmartArray : std::false_type {};
-template <typename T>
-struct IsSmartArray<SmartArray<T>> : std::true_type {};
 /// True for `SmartArray<T>` with any cv-ref qualification.
 template <typename A>
-inline constexpr bool is_smart_array_v = IsSmartArray<std::remove_cvref_t<A>>::value;
+inline constexpr bool is_smart_array_v = is_specialization_v<A, SmartArray>;
 
-template <typename T>
-struct IsOut : std::false_type {};
-template <typename T>
-struct IsOut<Out<T>> : std::true_type {};
 /// True for `Out<T>` (made by `out(a)`) with any cv-ref qualification.
 template <typename A>
-inline constexpr bool is_out_v = IsOut<std::remove_cvref_t<A>>::value;
+inline constexpr bool is_out_v = is_specialization_v<A, Out>;
 
 /// True for the types that name a stream: `StreamRef`, `Stream` and, under CUDA, `cudaStream_t`.
 template <typename A>
