@@ -181,21 +181,21 @@ void PoolResource::State::file_free_locked(Block* block) {
            (block->shared || other->stream == block->stream);
   };
   FreeList& list = list_of(*block);
+  // Merges `right`, the block just above `left`, into `left`.
+  const auto absorb = [&](Block* left, Block* right) {
+    left->size += right->size;
+    left->release = std::max(left->release, right->release);
+    left->next = right->next;
+    if (left->next != nullptr) left->next->previous = left;
+    node_allocator.delete_object(right);
+  };
   if (Block* const next = block->next; mergeable(next)) {
     erase_entry(list, next);
-    block->size += next->size;
-    block->release = std::max(block->release, next->release);
-    block->next = next->next;
-    if (block->next != nullptr) block->next->previous = block;
-    node_allocator.delete_object(next);
+    absorb(block, next);
   }
   if (Block* const previous = block->previous; mergeable(previous)) {
     erase_entry(list, previous);
-    previous->size += block->size;
-    previous->release = std::max(previous->release, block->release);
-    previous->next = block->next;
-    if (previous->next != nullptr) previous->next->previous = previous;
-    node_allocator.delete_object(block);
+    absorb(previous, block);
     block = previous;
   }
   insert_entry(list, block);
