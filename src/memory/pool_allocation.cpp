@@ -36,7 +36,9 @@ void* PoolResource::allocate_counted(StreamRef stream, std::size_t bytes, std::s
   {
     const std::lock_guard lock(state.mutex);
     char* block = state.search_locked(stream, size, host);
-    if (block == nullptr && state.grow_locked(size)) block = state.take_locked(state.shared_free, size);
+    if (block == nullptr && state.grow_locked(size)) {
+      block = state.take_locked(state.shared_free, size);
+    }
     if (block != nullptr) {
       if (counts != nullptr) detail::count_allocation(*counts, bytes);
       return block;

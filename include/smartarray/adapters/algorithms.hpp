@@ -91,7 +91,8 @@ void copy_elements(Dst& dst, const Src& src, StreamRef stream,
     // Arrays that together do not fit the device budget are copied on the host: the source's
     // host copy is made whole, and one parallel memcpy writes the destination's, which becomes
     // valid on the host only. No device memory is used.
-    const std::span<const T> from = Slice<const T>(chunk_operand(src)).host_view(std::nullopt, where);
+    const std::span<const T> from =
+        Slice<const T>(chunk_operand(src)).host_view(std::nullopt, where);
     const std::span<T> to = writable_slice(dst).host_view(Access::discard, std::nullopt, where);
     parallel_copy(to.data(), from.data(), from.size_bytes());
     return;

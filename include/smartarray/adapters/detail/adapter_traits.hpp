@@ -61,7 +61,8 @@ decltype(auto) chunk_operand(const A& argument) {
   if constexpr (is_smart_array_v<A>) {
     return argument.slice(0, argument.size());
   } else if constexpr (is_out_v<A>) {
-    return argument.slice() ? *argument.slice() : argument.array().slice(0, argument.array().size());
+    return argument.slice() ? *argument.slice()
+                            : argument.array().slice(0, argument.array().size());
   } else {
     return (argument);
   }

@@ -123,7 +123,8 @@ struct ChunkedAccess {
   /// `device` on `stream`.
   template <typename T>
   static void upload(const Slice<const T>& slice, std::byte* device, std::size_t first,
-                     std::size_t count, StreamRef stream, const smartarray::source_location& where) {
+                     std::size_t count, StreamRef stream,
+                     const smartarray::source_location& where) {
     slice.array().core_.upload_chunk(device, bytes_of(slice, first, count), stream, where);
   }
   /// Queues the copy of `device` into elements [first, first + count) of `slice`, which the host
