@@ -31,7 +31,8 @@
 // done (the host holds what it read, or the last kernel finished), so this is the call's wall
 // time, host and device together, as the user waits for it. One untimed call first takes the
 // allocations and module loads out. scripts/bench_report.py divides smartarray by explicit of the
-// same run, and scripts/bench_targets.sh runs the targets again as interleaved repetitions.
+// same run, and the targets phase of scripts/gpu_check.sh runs them again as interleaved
+// repetitions.
 //
 // Checks: each run checks the last call's results (the host read what the kernel wrote; the
 // device holds what the host wrote) and the smartarray contender's copies in every timed call,

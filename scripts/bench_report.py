@@ -6,7 +6,7 @@
 
 RESULTS_DIR (default benchmarks/results) holds what `scripts/gpu_check.sh bench targets` writes
 into its --results folder: one Google Benchmark JSON per binary (bench_<name>.json) and the
-interleaved repetitions of scripts/bench_targets.sh (targets_<set>.json). benchmarks/targets.json
+interleaved repetitions of its targets phase (targets_<set>.json). benchmarks/targets.json
 lists the targets: what each compares, its goal and why. The template (docs/benchmarks.md.in) is
 the prose; each line `@@key@@` in it is replaced by generated text: `provenance` (each JSON's
 machine and software), `targets` (every target with its latest figure), `targets_interleaved`,

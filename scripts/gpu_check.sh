@@ -3,6 +3,7 @@
 # Benchmark (Ubuntu 24.04's or Debian 12's packages alike), with every GPU of the machine visible
 # (CUDA_VISIBLE_DEVICES narrows it). Logs go to gpu-out/ and, packed, to $OUT; a summary is last.
 #   bash scripts/gpu_check.sh [PHASE...] [--bench-filter REGEX] [--results DIR] [--wheels DIR]
+#                             [--target-set SET]...
 # Phases, in this order whatever order they are given in (default: tests python, the whole suite):
 #   tests     build, then every GoogleTest binary on both backends (the longer differential
 #             runs), the examples, latency runs and compile-fail checks through CTest, the demo
@@ -10,27 +11,73 @@
 #             shared into build-py/gpu-venv), its pytest suite on the cuda backend, and the seed
 #             benchmark (python/benchmarks/bench_seed.py, JSON into the results folder)
 #   bench     the C++ benchmarks, one JSON each (bench_<name>.json)
-#   targets   the ratio targets again as interleaved repetitions (scripts/bench_targets.sh), then
+#   targets   the ratio targets again as interleaved repetitions (see "targets" below), then
 #             scripts/bench_report.py's check of every target
 #   sanitize  compute-sanitizer's memcheck, racecheck, synccheck and initcheck over the tests and
-#             examples (scripts/compute_sanitizer.sh); fails the call on any error
+#             examples (see "sanitize" below); fails the call on any error
+#   mutation  shows that the latency tests catch a missing wait (see "mutation" below); needs no
+#             GPU
 # Each of tests, python, bench and targets fits one 10-minute call on a machine of two GPUs and 32
-# cores: run them as separate calls there (a call that finds the build folder reuses it).
+# cores: run them as separate calls there (a call that finds the build folder reuses it, so
+# `sanitize` or `targets` after `tests` builds nothing again).
 # --results DIR (default gpu-out/results) receives the canonical result set and nothing else, each
 #   JSON with its provenance (bench_main.hpp): copy it into benchmarks/results/ and run
 #   scripts/bench_report.py. --bench-filter makes it a partial set.
 # --wheels DIR installs scikit-build-core, nanobind and pytest offline from wheels in DIR.
+# --target-set SET runs only that set of the targets phase (pipelines, modes, partial, multi_gpu;
+#   repeatable; default every set).
 # Environment:
 #   PYTHON                 the interpreter for the python phase (default python3)
 #   SMARTARRAY_GIT_COMMIT  the commit each JSON records; taken from git when the tree has .git,
 #                          else pass it (a copied tree without .git otherwise records "unknown")
 #   CUDA_ARCHS             CMAKE_CUDA_ARCHITECTURES for a fresh build (default: the project's)
-#   BENCH_MIN_TIME         seconds per benchmark (default 0.2); REPS, TARGET_MIN_TIME: see
-#                          scripts/bench_targets.sh
+#   BENCH_MIN_TIME         seconds per benchmark (default 0.2)
+#   REPS, TARGET_MIN_TIME  the targets phase: repetitions per contender (default 9) and seconds
+#                          per repetition (default 0.1)
+#   TOOLS, TOOL_TIMEOUT, RACECHECK_GTEST_FILTER, INITCHECK_GTEST_FILTER: the sanitize phase (below)
 #   JOBS                   build parallelism (default: the CPU count)
 #   BUILD_DIR              the build folder (default build-gpu)
 #   BENCH_BACKEND          the benchmarks' backend (default cuda; host only to try this script
 #                          without a GPU)
+#
+# targets: the issues' ratio targets, measured against the machine's drift. The contenders that a
+# target compares run as repetitions in random interleaved order (Google Benchmark's
+# --benchmark_enable_random_interleaving), so that a slow change of the machine (clocks, the VM's
+# neighbours) falls on both sides of each ratio instead of on whichever benchmark ran last. Writes
+# targets_pipelines.json, targets_modes.json, targets_partial.json and targets_multi_gpu.json into
+# the results folder (with the provenance of bench_main.hpp), and the console output of each to
+# gpu-out/targets_<set>.txt; scripts/bench_report.py reports the median of each contender's
+# repetitions and the ratios of the medians. bench_partial's calls of milliseconds run at least
+# 1 s per repetition whatever TARGET_MIN_TIME says (long_call_min_time there).
+#
+# sanitize: compute-sanitizer's tools over every test binary and example of the build, on the cuda
+# backend, with one summary line per tool; logs in gpu-out/compute-sanitizer/, one per tool and
+# binary. Fails when any tool reports an error, a binary fails under a tool, or a run times out.
+#   TOOLS="memcheck racecheck synccheck initcheck"  TOOL_TIMEOUT=900 (seconds per binary and tool)
+#   RACECHECK_GTEST_FILTER=PATTERN   narrows racecheck, the slowest tool, to some tests
+#   INITCHECK_GTEST_FILTER=PATTERN   the tests initcheck runs (default: all but the gated ones)
+# - racecheck only checks shared-memory hazards in kernels, and is slow: it runs over the test
+#   binaries only, not the examples; RACECHECK_GTEST_FILTER can narrow it further for large suites.
+# - API errors are not reported (--report-api-errors no): tests provoke them on purpose (a bad
+#   launch configuration, a cudaMalloc beyond the device's memory) and assert the exceptions that
+#   the library turns them into. A binary whose tests fail under a tool still fails the phase.
+# - No leak check: the process-wide pools are never destroyed by design (see docs/design.md), so
+#   their chunks are live until the process exits.
+# - initcheck tracks every copy by waiting for it, so a stream that a test holds closed with a
+#   host function (a gate) blocks the host there; the few tests that assert that the host does not
+#   wait for a gated stream cannot hold under it, and it skips them by default. memcheck,
+#   racecheck and synccheck run them.
+# - initcheck runs with SMARTARRAY_BATCHED_UPLOADS=0: it takes the destination of a batched copy
+#   (cudaMemcpyBatchAsync, small uploads on an idle stream) for uninitialized memory.
+# - initcheck reports reads of device memory that nothing wrote. Pool blocks are handed out
+#   uninitialized and a discard acquire writes before anything reads, so every report is a real
+#   uninitialized read.
+#
+# mutation: removes the host's wait on the device-to-host copy (explicit mode, src/core/storage.cpp)
+# in a scratch copy of the tree (the files git tracks or would track; without git, all but the
+# build folders), builds test_residency there on the host backend, runs it with
+# SMARTARRAY_HOST_LATENCY_US=300, and expects failures: the phase passes when the tests catch the
+# missing wait.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:${PATH}"
@@ -39,12 +86,14 @@ results="${out}/results"
 filter="."
 wheels=""
 phases=" "
+target_sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    tests | python | bench | targets | sanitize) phases+="$1 " ;;
+    tests | python | bench | targets | sanitize | mutation) phases+="$1 " ;;
     --wheels) wheels="$(realpath "$2")"; shift ;;
     --bench-filter) filter="$2"; shift ;;
     --results) results="$2"; shift ;;
+    --target-set) target_sets+=("$2"); shift ;;
     *) echo "gpu_check.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -172,12 +221,38 @@ if has bench; then
   done
 fi
 
+# One set of the targets phase, unless --target-set leaves it out: binary, filter, JSON name
+# (targets_<set>).
+run_targets() {
+  if [ ${#target_sets[@]} -gt 0 ]; then
+    local wanted=0 set
+    for set in "${target_sets[@]}"; do [ "${set}" = "${3#targets_}" ] && wanted=1; done
+    [ "${wanted}" = 1 ] || return 0
+  fi
+  SMARTARRAY_BACKEND="${BENCH_BACKEND:-cuda}" "${build}/benchmarks/$1" --benchmark_filter="$2" \
+    --benchmark_repetitions="${REPS:-9}" --benchmark_enable_random_interleaving=true \
+    --benchmark_min_time="${TARGET_MIN_TIME:-0.1}" --benchmark_report_aggregates_only=false \
+    --benchmark_out="${results}/$3.json" --benchmark_out_format=json > "${out}/$3.txt" 2>&1
+  local rc=$?
+  echo "targets $3: rc=${rc}" | tee -a "${out}/summary.txt"
+  [ "${rc}" -eq 0 ] || status=1
+}
+
 if has targets; then
   mkdir -p "${results}"
   rm -f "${results}"/targets_*.json
   start=${SECONDS}
-  OUT_DIR="${results}" LOG_DIR="${out}" bash scripts/bench_targets.sh "${build}" | tee -a "${out}/summary.txt" ||
-    status=1
+  # issue 8: smartarray against explicit on every workload, and migration bandwidth against pinned.
+  run_targets bench_pipelines '^BM_((add|gaussian|polar|chain10|iterative)/(explicit|smartarray)|bandwidth/(smartarray|pinned_memcpy))/' targets_pipelines
+  # issue 6: explicit against pinned, pageable against pageable memcpy, managed prefetch against on demand.
+  run_targets bench_modes '/(explicit|pinned_memcpy|pageable|pageable_memcpy|managed_prefetch|managed_on_demand)/' targets_modes
+  # Partial residency: smartarray against explicit when the host reads or writes part of an array
+  # that the device works on, and out-of-core calls against a hand-written loop and the pinned
+  # bandwidth (bench_partial; copy_latency has no target).
+  run_targets bench_partial '^BM_((scalar_read|boundary_update|slice_read|range_for|out_of_core)/|pinned_(h2d|duplex)/)' targets_partial
+  # Multi-GPU: a read on a second GPU against a hand-written cudaMemcpyPeerAsync (skipped, with
+  # every benchmark marked so, on a machine of one GPU).
+  run_targets bench_multi_gpu '^BM_peer_read/(smartarray|explicit)/' targets_multi_gpu
   echo "targets: $((SECONDS - start)) s; results in ${results}/ (copy into benchmarks/results/)" |
     tee -a "${out}/summary.txt"
   # Each JSON's provenance and every target with its figure and whether it is met.
@@ -185,10 +260,151 @@ if has targets; then
   pack
 fi
 
+# The sanitize phase: every tool of TOOLS over the build's binaries; one summary line per tool.
+compute_sanitizer() {
+  local logs="${out}/compute-sanitizer"
+  local tools="${TOOLS:-memcheck racecheck synccheck initcheck}"
+  local limit="${TOOL_TIMEOUT:-900}"
+  mkdir -p "${logs}"
+  rm -f "${logs}/summary.txt"
+  if ! command -v compute-sanitizer > /dev/null 2>&1; then
+    echo "compute-sanitizer: not found (it ships with the CUDA toolkit, in /usr/local/cuda/bin)" |
+      tee "${logs}/summary.txt"
+    return 1
+  fi
+  local tests=() examples=() f
+  for f in "${build}"/tests/test_*; do [ -f "$f" ] && [ -x "$f" ] && tests+=("$f"); done
+  for f in "${build}"/examples/*; do [ -f "$f" ] && [ -x "$f" ] && examples+=("$f"); done
+  if [ ${#tests[@]} -eq 0 ]; then
+    echo "compute-sanitizer: no test binaries in ${build}/tests" | tee "${logs}/summary.txt"
+    return 1
+  fi
+  # The tests that hold a stream closed with a gate and assert that the host does not wait for it.
+  local gated="-Concurrency.EightThreadsReadOneConstArrayWhileItsDeviceCopyIsNewer"
+  gated+=":*MemoryModes.HostReadWaitsForAGatedDeviceWriter/*:*MemoryModes.HostWriteWaitsForAGatedDeviceReader/*"
+  gated+=":*MemoryModes.WorkOnTwoStreamsIsOrdered/*:PinnedPoolHostWriters.*"
+  gated+=":PoolConformance/*.BlockFreedOnStreamAReachesStreamBOnlyAfterBWaitsForItsLastUse"
+  gated+=":Residency.DeviceReadOnStreamBSeesWriteOnStreamAWithoutBlockingTheHost"
+  gated+=":Residency.DeviceWriteOnStreamBWaitsForReadOnStreamA"
+  gated+=":Residency.ACopyConstructionIsAUseOfItsSourceThatLaterWritersWaitFor"
+  gated+=":Residency.AWriteThroughGpuIsOrderedAfterPendingReadsOnOtherStreams"
+  gated+=":MemoryModesPageable.StagingBlocksAreFreeForAnyoneOnceATransferReturns"
+  # Death tests stop a child process with a signal, which compute-sanitizer may intercept (the
+  # stale-host guard's child hangs on its SIGSEGV): no tool runs them.
+  local deaths="StaleHostGuard.ReadThroughAPointerKeptAcrossADeviceWriteStopsWithAClearMessage"
+  deaths+=":PoolConformance/*.FreeingAWaitingSmallBlockAgainStops"
+
+  local result=0 summary=() tool
+  for tool in ${tools}; do
+    local options=(--tool "${tool}" --report-api-errors no --print-limit 100)
+    # initcheck does not see cudaMemcpyBatchAsync write its destination (CUDA 13.0: a probe that
+    # uploads 4000 floats in one batched copy and sums them on the device gets the right sum and
+    # 4000 reports), so small uploads take the plain path under it.
+    local tool_env=()
+    [ "${tool}" = initcheck ] && tool_env=(SMARTARRAY_BATCHED_UPLOADS=0)
+    local binaries=("${tests[@]}")
+    [ "${tool}" != racecheck ] && binaries+=("${examples[@]}")
+    local errors=0 warnings=0 failed=0 timed_out=0 ran=0 start=${SECONDS} binary
+    for binary in "${binaries[@]}"; do
+      local name log args=() rc count
+      name=$(basename "${binary}")
+      log="${logs}/${tool}.${name}.log"
+      case "${binary}" in
+        */examples/*) args=(--quick) ;;
+        *) args=("--gtest_filter=-${deaths}")
+           [ "${tool}" = racecheck ] && [ -n "${RACECHECK_GTEST_FILTER:-}" ] &&
+             args=("--gtest_filter=${RACECHECK_GTEST_FILTER}-${deaths}")
+           [ "${tool}" = initcheck ] &&
+             args=("--gtest_filter=${INITCHECK_GTEST_FILTER:-${gated}:${deaths}}") ;;
+      esac
+      timeout "${limit}" env SMARTARRAY_BACKEND=cuda "${tool_env[@]}" compute-sanitizer \
+        "${options[@]}" "${binary}" "${args[@]}" > "${log}" 2>&1
+      rc=$?
+      ran=$((ran + 1))
+      # One summary per process (a death test forks): add them up. racecheck counts its hazards
+      # in a summary of its own: "RACECHECK SUMMARY: 2 hazards displayed (1 errors, 1 warnings)".
+      if [ "${tool}" = racecheck ]; then
+        count=$(sed -nE 's/.*RACECHECK SUMMARY: .*\(([0-9]+) errors?, [0-9]+ warnings?\).*/\1/p' "${log}" |
+          awk '{n += $1} END {if (NR) print n}')
+        warnings=$((warnings + $(sed -nE 's/.*RACECHECK SUMMARY: .*, ([0-9]+) warnings?\).*/\1/p' "${log}" |
+          awk '{n += $1} END {print n + 0}')))
+      else
+        count=$(grep -oE 'ERROR SUMMARY: [0-9]+ errors?' "${log}" | awk '{n += $3} END {if (NR) print n}')
+      fi
+      if [ "${rc}" -eq 124 ]; then
+        timed_out=$((timed_out + 1))
+        echo "${tool} ${name}: timed out after ${limit} s (${log})"
+      elif [ -z "${count}" ]; then
+        failed=$((failed + 1))
+        echo "${tool} ${name}: no ERROR SUMMARY, rc=${rc} (${log})"
+      else
+        errors=$((errors + count))
+        if [ "${count}" -ne 0 ] || [ "${rc}" -ne 0 ]; then
+          [ "${rc}" -ne 0 ] && failed=$((failed + 1))
+          echo "${tool} ${name}: ${count} errors, rc=${rc} (${log})"
+          grep -m 20 -E '^=========' "${log}" | head -20
+        fi
+      fi
+    done
+    local line="compute-sanitizer ${tool}: ERROR SUMMARY: ${errors} errors"
+    [ "${tool}" = racecheck ] && line+=", ${warnings} hazard warnings"
+    line+=" (${ran} binaries, ${failed} failed, ${timed_out} timed out, $((SECONDS - start)) s)"
+    summary+=("${line}")
+    if [ "${errors}" -ne 0 ] || [ "${failed}" -ne 0 ] || [ "${timed_out}" -ne 0 ]; then result=1; fi
+  done
+  printf '%s\n' "${summary[@]}" | tee "${logs}/summary.txt"
+  return ${result}
+}
+
 if has sanitize; then
-  OUT="${out}" bash scripts/compute_sanitizer.sh "${build}" > "${out}/compute-sanitizer.log" 2>&1 || status=1
+  compute_sanitizer > "${out}/compute-sanitizer.log" 2>&1 || status=1
   cat "${out}/compute-sanitizer/summary.txt" >> "${out}/summary.txt" 2> /dev/null ||
     tail -n 5 "${out}/compute-sanitizer.log" >> "${out}/summary.txt"
+  pack
+fi
+
+# The mutation phase, in a scratch copy of the tree (a subshell, which removes the copy when it
+# ends): exits 0 when the latency run of test_residency fails without the host's wait.
+mutation_check() (
+  marker="The host waits for this array's copy only"
+  scratch=$(mktemp -d) || exit 1
+  trap 'rm -rf "${scratch}"' EXIT
+  # The files git tracks or would track; in a tree without git, all but the build folders.
+  # (A tracked file deleted in the working tree stays out.)
+  if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+    git ls-files -z -co --exclude-standard |
+      while IFS= read -r -d '' file; do if [ -e "${file}" ]; then printf '%s\0' "${file}"; fi; done |
+      xargs -0 cp --parents -t "${scratch}"
+  else
+    tar cf - --exclude='./build*' --exclude=./gpu-out . | tar xf - -C "${scratch}"
+  fi || { echo "mutation: cannot copy the tree"; exit 1; }
+  # The wait is the line after this comment.
+  if ! grep -A1 "${marker}" "${scratch}/src/core/storage.cpp" | grep -q '^    host_wait_stream(stream);$'; then
+    echo "mutation: no host_wait_stream(stream) after '${marker}' in src/core/storage.cpp"
+    exit 1
+  fi
+  sed -i "/${marker}/{n;d}" "${scratch}/src/core/storage.cpp"
+  if grep -A1 "${marker}" "${scratch}/src/core/storage.cpp" | grep -q 'host_wait_stream'; then
+    echo "mutation: the mutation was not applied"
+    exit 1
+  fi
+  { cmake -S "${scratch}" -B "${scratch}/build" -DSMARTARRAY_BUILD_BENCHMARKS=OFF \
+      -DSMARTARRAY_BUILD_EXAMPLES=OFF &&
+    cmake --build "${scratch}/build" -j "${jobs}" --target test_residency; } \
+    > "${out}/mutation-build.log" 2>&1 ||
+    { echo "mutation: build failed (${out}/mutation-build.log)"; exit 1; }
+  if SMARTARRAY_BACKEND=host SMARTARRAY_HOST_LATENCY_US=300 "${scratch}/build/tests/test_residency" \
+      > "${out}/mutation.log" 2>&1; then
+    echo "mutation survived: the tests did not notice the missing wait"
+    exit 1
+  fi
+  grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ tests?' "${out}/mutation.log"
+  echo "mutation caught: removing the host wait makes the latency run fail"
+)
+
+if has mutation; then
+  mutation_check 2>&1 | tee -a "${out}/summary.txt" || status=1
+  pack
 fi
 
 pack

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# Installs what the build needs when it is missing (Debian/Ubuntu, as root). On a machine that
-# already has everything (the GPU machines, CI after the first run) it installs nothing.
-#   bash scripts/install_deps.sh [--python] [--fuzz]
-# --python also makes sure python3 (or $PYTHON) can make virtual environments with pip (the CI
-# checks that take CUDA 12 headers and CMake 3.22 from PyPI: header_check.sh, cmake_compat.sh).
-# --fuzz also installs clang and its libFuzzer runtime (the fuzz preset, scripts/fuzz.sh).
+# Installs what the builds and checks need when it is missing; the one installer of the project.
+# On a machine that already has everything (the GPU machines, a second CI run on the same tree) it
+# installs nothing.
+#   bash scripts/install_deps.sh [--python] [--fuzz] [--cuda12] [--cmake-3.22]
+# Always: CMake, g++, make, GoogleTest and Google Benchmark (Debian/Ubuntu packages, as root), and
+#   a check that nvcc is there.
+# --python      python3 (or $PYTHON) can make virtual environments with pip
+#               (scripts/python_test.sh).
+# --fuzz        clang and its libFuzzer runtime (the fuzz preset).
+# --cuda12      the CUDA 12 runtime and CCCL headers from PyPI (nvidia-cuda-runtime-cu12,
+#               nvidia-cuda-cccl-cu12), for the cu12-headers presets: CUDA 12.9 into
+#               build-deps/cuda-12.9 and the floor, CUDA 12.4, into build-deps/cuda-12.4.
+# --cmake-3.22  CMake 3.22, the minimum, from PyPI into build-deps/cmake-3.22 (its binary:
+#               build-deps/cmake-3.22/cmake/data/bin/cmake), for the consumers preset.
+# The PyPI packages go into fixed folders that CMakePresets.json names (pip install --target, with
+# the pip of build-deps/venv); a folder is installed again only when its pins change.
 set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
 
 export PATH="/usr/local/cuda/bin:${PATH}"
 missing=()
@@ -16,14 +27,18 @@ command -v make >/dev/null 2>&1 || missing+=(make)
 [ -f /usr/include/benchmark/benchmark.h ] || missing+=(libbenchmark-dev)
 python=false
 fuzz=false
+cuda12=false
+cmake322=false
 for option in "$@"; do
   case "${option}" in
     --python) python=true ;;
     --fuzz) fuzz=true ;;
+    --cuda12) cuda12=true ;;
+    --cmake-3.22) cmake322=true ;;
     *) echo "install_deps.sh: unknown option ${option}" >&2; exit 2 ;;
   esac
 done
-if ${python}; then
+if ${python} || ${cuda12} || ${cmake322}; then
   "${PYTHON:-python3}" -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv python3-pip)
 fi
 # A libFuzzer target links only with clang's runtime of the same version.
@@ -57,4 +72,35 @@ fi
 if ! command -v nvcc >/dev/null 2>&1; then
   echo "error: nvcc not found; install the CUDA toolkit (12.4 or later) under /usr/local/cuda" >&2
   exit 1
+fi
+
+# pip_target FOLDER REQUIREMENT...: the requirements, installed with pip --target into
+# build-deps/FOLDER, unless that folder already holds exactly these (its requirements.txt).
+deps="${root}/build-deps"
+pip_target() {
+  local folder="${deps}/$1"
+  shift
+  local wanted
+  wanted="$(printf '%s\n' "$@")"
+  if [ -f "${folder}/requirements.txt" ] && [ "$(cat "${folder}/requirements.txt")" = "${wanted}" ]; then
+    return 0
+  fi
+  if [ ! -x "${deps}/venv/bin/pip" ]; then
+    "${PYTHON:-python3}" -m venv "${deps}/venv"
+  fi
+  echo "installing into build-deps/$(basename "${folder}"): $*"
+  rm -rf "${folder}"
+  "${deps}/venv/bin/pip" install --quiet --disable-pip-version-check --no-compile \
+    --target "${folder}" "$@"
+  echo "${wanted}" > "${folder}/requirements.txt"
+}
+if ${cuda12}; then
+  # The headers only (the wheels' libraries are never linked): nvidia/cuda_runtime/include and
+  # nvidia/cuda_cccl/include under each folder (tests/header_check/CMakeLists.txt).
+  pip_target cuda-12.9 nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-cccl-cu12==12.9.27
+  pip_target cuda-12.4 nvidia-cuda-runtime-cu12==12.4.127 nvidia-cuda-cccl-cu12==12.4.127.post1
+fi
+if ${cmake322}; then
+  pip_target cmake-3.22 "cmake==3.22.*"
+  "${deps}/cmake-3.22/cmake/data/bin/cmake" --version | head -n 1
 fi

@@ -7,7 +7,7 @@
 // every array still holds what the model committed before that step, and then clears the fault and
 // retries the step, so the rest of the script runs and its results are checked too. Each run must
 // also hand every pool block back. Leaks of host memory are caught by running this binary under
-// LeakSanitizer (scripts/sanitizers.sh).
+// LeakSanitizer (the asan preset).
 #include "support/test_support.hpp"
 
 #include "support/device_ops.cuh"

@@ -207,7 +207,8 @@ void Runtime::copy_peer_async(void* dst, int dst_device, const void* src, int sr
 bool Runtime::copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream) {
   // SMARTARRAY_BATCHED_UPLOADS=0: small uploads take the asynchronous path with its event.
   // compute-sanitizer's initcheck (CUDA 13.0) does not see cudaMemcpyBatchAsync write its
-  // destination and reports every read of those bytes; scripts/compute_sanitizer.sh sets it there.
+  // destination and reports every read of those bytes; the sanitize phase of
+  // scripts/gpu_check.sh sets it there.
   static const bool batched = [] {
     return environment_switch("SMARTARRAY_BATCHED_UPLOADS", true);
   }();

@@ -1,6 +1,6 @@
 // A consumer compiled by a plain C++ compiler, in a project that does not enable CUDA: linking
 // smartarray::smartarray is all it does (no flags, no include paths). It runs y = 3x + y and a sum
-// on random data on the backend that SMARTARRAY_BACKEND picks (scripts/consumers.sh: host), checks
+// on random data on the backend that SMARTARRAY_BACKEND picks (the consumer tests: host), checks
 // both against a host loop and exits non-zero on a mismatch.
 #include <smartarray/smartarray.hpp>
 

@@ -1,7 +1,7 @@
 // A consumer compiled by nvcc: linking smartarray::smartarray is all it does (no flags, no include
 // paths); C++20 and nvcc's --extended-lambda come with the target. It runs y = 3x + y with a
 // __host__ __device__ lambda and a sum with cuda::std::plus on random data on the backend that
-// SMARTARRAY_BACKEND picks (scripts/consumers.sh: host), checks both against a host loop and exits
+// SMARTARRAY_BACKEND picks (the consumer tests: host), checks both against a host loop and exits
 // non-zero on a mismatch.
 #include <smartarray/smartarray.hpp>
 

@@ -1,6 +1,6 @@
 // The libFuzzer target: each input is one sequence of API operations (tests/support/api_model.hpp)
 // on the host backend. A divergence from the model prints the difference and the operations, and
-// aborts, so that libFuzzer keeps the input. scripts/fuzz.sh builds and runs it.
+// aborts, so that libFuzzer keeps the input. The preset fuzz builds and runs it.
 #include "support/api_model.hpp"
 
 #include <smartarray/runtime/runtime.hpp>
@@ -24,7 +24,7 @@ std::uint64_t& executions() {
   return count;
 }
 
-/// The line scripts/fuzz.sh reports, printed when libFuzzer exits.
+/// The line the fuzz test reports (run_fuzzer.cmake), printed when libFuzzer exits.
 void print_totals() {
   const smartarray::test::ApiModelTotals& all = totals();
   std::printf(
