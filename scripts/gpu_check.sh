@@ -289,6 +289,7 @@ compute_sanitizer() {
   gated+=":Residency.ACopyConstructionIsAUseOfItsSourceThatLaterWritersWaitFor"
   gated+=":Residency.AWriteThroughGpuIsOrderedAfterPendingReadsOnOtherStreams"
   gated+=":MemoryModesPageable.StagingBlocksAreFreeForAnyoneOnceATransferReturns"
+  gated+=":HostRuntime.CopyToDeviceNowReadsItsSourcesAtOnceAndWritesInStreamOrder"
   # Death tests stop a child process with a signal, which compute-sanitizer may intercept (the
   # stale-host guard's child hangs on its SIGSEGV): no tool runs them.
   local deaths="StaleHostGuard.ReadThroughAPointerKeptAcrossADeviceWriteStopsWithAClearMessage"
