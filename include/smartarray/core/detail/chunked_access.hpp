@@ -220,16 +220,10 @@ class ChunkedCall {
   /// each device view's chunk is its part, and a scalar is itself.
   template <typename Kernel, typename... Operands>
   void run(Kernel kernel, const Operands&... operands) const {
-    const std::tuple<ChunkedOperand<Operands>...> chunked{
-        ChunkedOperand<Operands>(operands, chunk_, streams_, device_, where_)...};
-    for_each_chunk([&](std::size_t b, std::size_t first, std::size_t count, StreamRef on) {
-      std::apply(
-          [&](const auto&... operand) {
-            (operand.upload(b, first, count, on, where_), ...);
-            kernel(first, count, on, operand.device(b, first, count)...);
-          },
-          chunked);
-    });
+    run_with([] {},
+             [&](std::size_t, std::size_t first, std::size_t count, StreamRef on,
+                 const auto&... chunks) { kernel(first, count, on, chunks...); },
+             operands...);
   }
 
   /// run() with an output: `kernel(first, count, stream, out, chunks...)` writes the chunk's
@@ -239,23 +233,39 @@ class ChunkedCall {
   template <typename R, typename Kernel, typename... Operands>
   void run_into(const Slice<R>& output, Access output_access, Kernel kernel,
                 const Operands&... operands) const {
+    std::optional<ChunkBuffers> results;
+    run_with(
+        [&] {
+          (void)output.host_view(output_access, std::nullopt, where_);
+          results.emplace(chunk_ * sizeof(R), streams_, device_);
+        },
+        [&](std::size_t b, std::size_t first, std::size_t count, StreamRef on,
+            const auto&... chunks) {
+          kernel(first, count, on, DeviceView<R>(reinterpret_cast<R*>((*results)[b]), count),
+                 chunks...);
+          ChunkedAccess::download(output, (*results)[b], first, count, on, where_);
+        },
+        operands...);
+  }
+
+ private:
+  /// Makes the operands' chunked forms (their host copies whole, their buffers taken), calls
+  /// `prepare()`, then for each chunk queues the operands' uploads and calls
+  /// `body(b, first, count, stream, chunks...)`.
+  template <typename Prepare, typename Body, typename... Operands>
+  void run_with(Prepare prepare, Body body, const Operands&... operands) const {
     const std::tuple<ChunkedOperand<Operands>...> chunked{
         ChunkedOperand<Operands>(operands, chunk_, streams_, device_, where_)...};
-    (void)output.host_view(output_access, std::nullopt, where_);
-    const ChunkBuffers results(chunk_ * sizeof(R), streams_, device_);
+    prepare();
     for_each_chunk([&](std::size_t b, std::size_t first, std::size_t count, StreamRef on) {
       std::apply(
           [&](const auto&... operand) {
             (operand.upload(b, first, count, on, where_), ...);
-            kernel(first, count, on, DeviceView<R>(reinterpret_cast<R*>(results[b]), count),
-                   operand.device(b, first, count)...);
+            body(b, first, count, on, operand.device(b, first, count)...);
           },
           chunked);
-      ChunkedAccess::download(output, results[b], first, count, on, where_);
     });
   }
-
- private:
   /// Calls `body(b, first, count, stream)` for chunk k on the stream of slot b = k % chunk_slots.
   /// The slots' streams first wait for the call's stream; then the host waits for them, and the
   /// call's stream follows them. After a failure the host still waits for what was queued, so
