@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
@@ -64,14 +65,7 @@ using Holder = std::uint32_t;
 constexpr Holder on_host = 1;
 constexpr Holder on_device(int device) { return Holder{2} << device; }
 /// The lowest device of a non-empty mask of device ordinals.
-int lowest(std::uint32_t devices) {
-  int device = 0;
-  while ((devices & 1U) == 0) {
-    devices >>= 1;
-    ++device;
-  }
-  return device;
-}
+int lowest(std::uint32_t devices) { return std::countr_zero(devices); }
 
 /// The model of one array.
 struct Model {

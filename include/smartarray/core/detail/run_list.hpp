@@ -9,6 +9,7 @@
 #include <smartarray/core/residency.hpp>
 #include <smartarray/core/detail/small_vector.hpp>
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -55,12 +56,7 @@ enum class Holder : std::uint32_t { host = 1, device = 2, both = 3 };
 }
 /// The lowest device of a non-empty mask of device ordinals.
 [[nodiscard]] constexpr int lowest_device(std::uint32_t devices) noexcept {
-  int device = 0;
-  while ((devices & 1U) == 0) {
-    devices >>= 1;
-    ++device;
-  }
-  return device;
+  return std::countr_zero(devices);
 }
 
 /// One run: from `begin` to the next run's begin, `holder` holds the bytes.
