@@ -11,13 +11,15 @@ import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-LAYERS = ["base", "diagnostics", "runtime", "memory", "views", "core", "adapters", "umbrella"]
+LAYERS = ["base", "diagnostics", "runtime", "memory", "views", "core", "adapters", "umbrella",
+          "distributed"]
 
 
 def layer_of(name):
     """The layer index of a file named relative to include/smartarray/ or to the root (src/...):
     its first folder names it; files at the top (config.hpp, error.hpp, src/environment.cpp) and
-    the private detail/ folder are the base, smartarray.hpp is the umbrella."""
+    the private detail/ folder are the base, smartarray.hpp is the umbrella, and the distributed
+    layer, with its umbrella distributed.hpp, sits above it."""
     parts = name.split("/")
     if parts[0] == "src":
         parts = parts[1:]
@@ -25,6 +27,8 @@ def layer_of(name):
         return LAYERS.index(parts[0])
     if parts == ["smartarray.hpp"]:
         return LAYERS.index("umbrella")
+    if parts == ["distributed.hpp"]:
+        return LAYERS.index("distributed")
     if len(parts) == 1 or parts[0] == "detail":
         return LAYERS.index("base")
     return None

@@ -1,0 +1,113 @@
+/**
+ * @file distributed/communicator.hpp
+ * @brief `dist::Communicator`: a group of MPI processes that exchange SmartArrays, the device each
+ *        process works on, and the transport that carries the arrays' bytes.
+ */
+#pragma once
+
+#include <smartarray/runtime/device.hpp>
+
+#include <mpi.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace smartarray::dist {
+
+/// @brief What carries an array's bytes between processes.
+enum class Transport {
+  nccl,        ///< NCCL, from device memory to device memory
+  mpi_device,  ///< CUDA-aware MPI, from device memory (emulated device memory on the host backend)
+  mpi_host,    ///< MPI from host memory: the device side is copied to the host first
+};
+
+/// @brief "nccl", "mpi_device" or "mpi_host".
+[[nodiscard]] const char* to_string(Transport transport) noexcept;
+
+/**
+ * @brief An MPI call failed: the message names the call, the error class and MPI's error string.
+ */
+class mpi_error : public std::runtime_error {
+ public:
+  /// @brief Builds the error. @param message the full message. @param code the MPI error code.
+  mpi_error(const std::string& message, int code) : std::runtime_error(message), code_(code) {}
+  /// @brief The MPI error code.
+  [[nodiscard]] int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+/// @brief How a Communicator binds its process to a device and picks its transport.
+struct CommunicatorOptions {
+  /// The device of this process. Default: its node-local rank (the rank among the processes of
+  /// its node, from `MPI_Comm_split_type` with `MPI_COMM_TYPE_SHARED`) modulo the device count,
+  /// so that the ranks of one node spread over its devices.
+  std::optional<Device> device = std::nullopt;
+  /// The transport. Default: NCCL when it was built in and the backend is cuda; else MPI from
+  /// device memory when the MPI library is CUDA-aware (`MPIX_Query_cuda_support`); else MPI from
+  /// host memory. The host backend defaults to `mpi_host`; it also emulates `mpi_device` (MPI
+  /// reads and writes the emulated device memory), so that the device path runs without a GPU.
+  std::optional<Transport> transport = std::nullopt;
+};
+
+/**
+ * @brief A group of processes, duplicated from an MPI communicator, each bound to one device.
+ *
+ * The constructor is collective over `comm`: every process of it must make one. It duplicates
+ * `comm` (`MPI_Comm_dup`), so that the library's messages never match the application's, makes
+ * the chosen device current on the calling thread, and agrees with the other processes on the
+ * transport (every process must use the same one). MPI must be initialized, and still be when the
+ * communicator is used; its destructor frees the duplicate unless MPI was finalized already.
+ */
+class Communicator {
+ public:
+  /**
+   * @brief Joins the processes of `comm`.
+   * @param comm an MPI communicator (`MPI_COMM_WORLD`, or any other).
+   * @param options the device and the transport; defaults as documented in CommunicatorOptions.
+   * @throws logic_error when MPI is not initialized or already finalized, when the device is not
+   *         one of this process's, when the transport cannot run here (NCCL not built in, or the
+   *         host backend asked for it; `mpi_device` on the cuda backend without a CUDA-aware MPI),
+   *         or when the processes ask for different transports.
+   * @throws mpi_error when an MPI call fails.
+   */
+  explicit Communicator(MPI_Comm comm, CommunicatorOptions options = {});
+  ~Communicator();
+  Communicator(Communicator&& other) noexcept;
+  Communicator& operator=(Communicator&& other) noexcept;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  /// @brief This process's rank, 0 to size() - 1.
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+  /// @brief The number of processes.
+  [[nodiscard]] int size() const noexcept { return size_; }
+  /// @brief The transport of every transfer.
+  [[nodiscard]] Transport transport() const noexcept { return transport_; }
+  /// @brief This process's rank among the processes of its node.
+  [[nodiscard]] int local_rank() const noexcept { return local_rank_; }
+  /// @brief The number of processes of this node.
+  [[nodiscard]] int local_size() const noexcept { return local_size_; }
+  /// @brief The device this process works on.
+  [[nodiscard]] Device device() const noexcept { return device_; }
+  /**
+   * @brief The duplicated MPI communicator (for the library's own messages).
+   * @throws logic_error when MPI was finalized, or the communicator was moved from.
+   */
+  [[nodiscard]] MPI_Comm native() const;
+
+ private:
+  void release() noexcept;
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 0;
+  int local_rank_ = 0;
+  int local_size_ = 0;
+  Device device_{};
+  Transport transport_ = Transport::mpi_host;
+};
+
+}  // namespace smartarray::dist
