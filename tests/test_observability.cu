@@ -251,3 +251,43 @@ TEST(Observability, TraceNamesArraysByNumberAndLabelNotByAddress) {
     EXPECT_EQ(text.find("0x"), std::string::npos) << text;
   }
 }
+
+TEST(Observability, MessagesCountOnceEachWayAndTheTraceNamesTheirPeer) {
+  // The distributed layer records each message as one event; here two are recorded directly.
+  const SmartArray<int> a(sa::test::random_values<int>(1024));
+  const std::size_t start = read_file(trace_path).size();
+  const std::uint64_t sent_bytes = 4 * (1 + sa::test::random_value<std::uint32_t>() % 1000);
+  std::string reported;
+  auto previous = sa::set_expect_transfers_handler([&](const std::string& m) { reported = m; });
+  const int line = __LINE__ + 2;
+  {
+    const sa::source_location here = sa::source_location::current();
+    sa::ExpectTransfers expect(
+        {.sent = 1, .received = 1, .sent_bytes = sent_bytes, .received_bytes = 512});
+    sa::ExpectTransfers wrong({.sent = 2});
+    sa::detail::emit_transfer({.kind = sa::detail::TransferKind::sent, .bytes = sent_bytes,
+                               .reason = "halo", .array_id = a.id(), .label = nullptr,
+                               .where = here, .device = -1, .peer = 1},
+                              nullptr);
+    sa::detail::emit_transfer({.kind = sa::detail::TransferKind::received, .bytes = 512,
+                               .reason = "recv", .array_id = a.id(), .label = nullptr,
+                               .where = here, .device = -1, .peer = 3},
+                              nullptr);
+    EXPECT_EQ(expect.mismatch(), "");
+    EXPECT_NE(expect.observed().to_string().find("sent 1 (" + std::to_string(sent_bytes) +
+                                                 " B), received 1 (512 B)"),
+              std::string::npos)
+        << expect.observed().to_string();
+  }
+  sa::set_expect_transfers_handler(std::move(previous));
+  EXPECT_NE(reported.find("messages sent: expected 2, observed 1"), std::string::npos)
+      << reported;
+  EXPECT_NE(reported.find("messages received: expected 0, observed 1"), std::string::npos)
+      << reported;
+  EXPECT_EQ(lines_at(start, line, "SEND " + std::to_string(sent_bytes) + " B to rank 1 (halo) " +
+                                      named(a)),
+            1U);
+  EXPECT_EQ(lines_at(start, line, "RECV 512 B from rank 3 (recv) " + named(a)), 1U);
+  // The device counters count copies into and out of a device's memory, not messages.
+  EXPECT_EQ(sa::device_transfer_stats(0).sent_count, 0U);
+}

@@ -22,7 +22,9 @@ TransferStats TransferStats::operator-(const TransferStats& base) const noexcept
           allocation_count - base.allocation_count, allocation_bytes - base.allocation_bytes,
           wait_count - base.wait_count,         d2d_peer_count - base.d2d_peer_count,
           d2d_peer_bytes - base.d2d_peer_bytes, staged_count - base.staged_count,
-          staged_bytes - base.staged_bytes};
+          staged_bytes - base.staged_bytes,     sent_count - base.sent_count,
+          sent_bytes - base.sent_bytes,         received_count - base.received_count,
+          received_bytes - base.received_bytes};
 }
 
 std::string TransferStats::to_string() const {
@@ -36,6 +38,11 @@ std::string TransferStats::to_string() const {
     out << ", peer " << d2d_peer_count << " (" << d2d_peer_bytes << " B), staged "
         << staged_count << " (" << staged_bytes << " B)";
   }
+  // Only where a message was sent or received: output without the distributed layer is unchanged.
+  if (sent_count != 0 || received_count != 0) {
+    out << ", sent " << sent_count << " (" << sent_bytes << " B), received " << received_count
+        << " (" << received_bytes << " B)";
+  }
   return out.str();
 }
 
@@ -48,14 +55,17 @@ TransferStats TransferCounters::snapshot() const noexcept {
           allocation_count_.load(relaxed), allocation_bytes_.load(relaxed),
           wait_count_.load(relaxed),       d2d_peer_count_.load(relaxed),
           d2d_peer_bytes_.load(relaxed),   staged_count_.load(relaxed),
-          staged_bytes_.load(relaxed)};
+          staged_bytes_.load(relaxed),     sent_count_.load(relaxed),
+          sent_bytes_.load(relaxed),       received_count_.load(relaxed),
+          received_bytes_.load(relaxed)};
 }
 
 void TransferCounters::reset() noexcept {
   for (auto* counter : {&h2d_count_, &h2d_bytes_, &d2h_count_, &d2h_bytes_, &d2d_count_,
                         &d2d_bytes_, &prefetch_count_, &prefetch_bytes_, &allocation_count_,
                         &allocation_bytes_, &wait_count_, &d2d_peer_count_, &d2d_peer_bytes_,
-                        &staged_count_, &staged_bytes_}) {
+                        &staged_count_, &staged_bytes_, &sent_count_, &sent_bytes_,
+                        &received_count_, &received_bytes_}) {
     counter->store(0, std::memory_order_relaxed);
   }
 }
@@ -114,10 +124,16 @@ std::string ExpectTransfers::mismatch() const {
   check("d2d copies", expected_.d2d, seen.d2d_count);
   check("peer copies", expected_.d2d_peer, seen.d2d_peer_count);
   check("staged reads", expected_.staged, seen.staged_count);
+  check("messages sent", expected_.sent, seen.sent_count);
+  check("messages received", expected_.received, seen.received_count);
   if (expected_.h2d_bytes) check("h2d bytes", *expected_.h2d_bytes, seen.h2d_bytes);
   if (expected_.d2h_bytes) check("d2h bytes", *expected_.d2h_bytes, seen.d2h_bytes);
   if (expected_.d2d_bytes) check("d2d bytes", *expected_.d2d_bytes, seen.d2d_bytes);
   if (expected_.d2d_peer_bytes) check("peer bytes", *expected_.d2d_peer_bytes, seen.d2d_peer_bytes);
+  if (expected_.sent_bytes) check("bytes sent", *expected_.sent_bytes, seen.sent_bytes);
+  if (expected_.received_bytes) {
+    check("bytes received", *expected_.received_bytes, seen.received_bytes);
+  }
   return out.str();
 }
 
@@ -170,6 +186,8 @@ const char* direction_of(TransferKind kind) noexcept {
     case TransferKind::prefetch_to_device: return "prefetch to device";
     case TransferKind::d2d_peer: return "P2P";
     case TransferKind::staged: return "staged read";
+    case TransferKind::sent: return "SEND";
+    case TransferKind::received: return "RECV";
   }
   return "?";
 }
@@ -183,6 +201,8 @@ void add(TransferCounters& counters, const TransferEvent& event) noexcept {
     case TransferKind::prefetch_to_device: counters.add_prefetch(event.bytes); break;
     case TransferKind::d2d_peer: counters.add_d2d_peer(event.bytes); break;
     case TransferKind::staged: counters.add_staged(event.bytes); break;
+    case TransferKind::sent: counters.add_sent(event.bytes); break;
+    case TransferKind::received: counters.add_received(event.bytes); break;
   }
 }
 
@@ -192,10 +212,22 @@ std::string devices_of(const TransferEvent& event) {
   return concat(" device ", event.device);
 }
 
-/// One trace line: direction, bytes, the array's number and label, reason and call site.
+/// One trace line: direction, bytes, the array's number and label, reason and call site; a message
+/// names its peer rank before the reason ("SEND 4096 B to rank 1 (halo) array #3 at ...").
 void trace(std::FILE* sink, const TransferEvent& event) noexcept {
   static std::mutex mutex;
   std::lock_guard lock(mutex);
+  if (event.kind == TransferKind::sent || event.kind == TransferKind::received) {
+    std::fprintf(sink, "smartarray: %s %llu B %s rank %d (%s) array #%llu%s%s%s at %s:%u\n",
+                 direction_of(event.kind), static_cast<unsigned long long>(event.bytes),
+                 event.kind == TransferKind::sent ? "to" : "from", static_cast<int>(event.peer),
+                 event.reason, static_cast<unsigned long long>(event.array_id),
+                 event.label != nullptr ? " \"" : "", event.label != nullptr ? event.label : "",
+                 event.label != nullptr ? "\"" : "", event.where.file_name(),
+                 static_cast<unsigned>(event.where.line()));
+    std::fflush(sink);
+    return;
+  }
   std::fprintf(sink, "smartarray: %s%s %llu B array #%llu%s%s%s (%s) at %s:%u\n",
                direction_of(event.kind), devices_of(event).c_str(),
                static_cast<unsigned long long>(event.bytes),

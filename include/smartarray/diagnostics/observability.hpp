@@ -42,6 +42,13 @@ struct TransferStats {
   /// copies count above too.
   std::uint64_t staged_count = 0;
   std::uint64_t staged_bytes = 0;      ///< bytes of those reads
+  /// Messages that carried an array's elements to another process (the distributed layer): a
+  /// point-to-point send, one per neighbour and direction of a halo exchange, one per collective.
+  /// Payload only: no handshake or protocol bytes.
+  std::uint64_t sent_count = 0;
+  std::uint64_t sent_bytes = 0;      ///< bytes of those messages
+  std::uint64_t received_count = 0;  ///< messages that brought elements from another process
+  std::uint64_t received_bytes = 0;  ///< bytes of those messages
 
   /// @brief Field-wise difference (this minus `base`).
   [[nodiscard]] TransferStats operator-(const TransferStats& base) const noexcept;
@@ -68,6 +75,10 @@ class TransferCounters {
   void add_d2d_peer(std::uint64_t bytes) noexcept { add(d2d_peer_count_, d2d_peer_bytes_, bytes); }
   void add_staged(std::uint64_t bytes) noexcept { add(staged_count_, staged_bytes_, bytes); }
   void add_prefetch(std::uint64_t bytes) noexcept { add(prefetch_count_, prefetch_bytes_, bytes); }
+  void add_sent(std::uint64_t bytes) noexcept { add(sent_count_, sent_bytes_, bytes); }
+  void add_received(std::uint64_t bytes) noexcept {
+    add(received_count_, received_bytes_, bytes);
+  }
   void add_allocation(std::uint64_t bytes) noexcept {
     add(allocation_count_, allocation_bytes_, bytes);
   }
@@ -84,6 +95,8 @@ class TransferCounters {
   std::atomic<std::uint64_t> allocation_count_{0}, allocation_bytes_{0}, wait_count_{0};
   std::atomic<std::uint64_t> d2d_peer_count_{0}, d2d_peer_bytes_{0}, staged_count_{0},
       staged_bytes_{0};
+  std::atomic<std::uint64_t> sent_count_{0}, sent_bytes_{0}, received_count_{0},
+      received_bytes_{0};
 };
 
 /// @brief The process-wide counters, kept at the backend seam.
@@ -117,6 +130,10 @@ struct Transfers {
   std::uint64_t d2d_peer = 0;                  ///< peer copies between devices
   std::optional<std::uint64_t> d2d_peer_bytes{};  ///< bytes of peer copies, if checked
   std::uint64_t staged = 0;                    ///< reads across devices staged through the host
+  std::uint64_t sent = 0;                      ///< messages sent to other processes
+  std::uint64_t received = 0;                  ///< messages received from other processes
+  std::optional<std::uint64_t> sent_bytes{};      ///< bytes sent, if checked
+  std::optional<std::uint64_t> received_bytes{};  ///< bytes received, if checked
 };
 
 /**
@@ -175,6 +192,8 @@ enum class TransferKind : std::uint8_t {
   prefetch_to_device,
   d2d_peer,
   staged,
+  sent,      ///< a message to another process (`peer` names its rank)
+  received,  ///< a message from another process (`peer` names its rank)
 };
 
 /// One logical transfer of an array's data (a staged copy is one transfer, however many chunks it
@@ -191,6 +210,7 @@ struct TransferEvent {
   smartarray::source_location where;
   std::int16_t device = 0;
   std::int16_t source_device = -1;
+  std::int32_t peer = -1;  ///< the other process's rank, for `sent` and `received`
 };
 
 /// The one place where transfers are recorded. Each sink learns of `event` from here: the global
