@@ -147,6 +147,13 @@ void ArrayCore::upload_chunk(std::byte* device, ByteRange range, StreamRef strea
   context("out-of-core chunk", where).note_transfer(TransferKind::h2d, range.size());
 }
 
+void ArrayCore::note_message(TransferKind kind, std::size_t bytes, int peer, const char* reason,
+                             const smartarray::source_location& where) {
+  emit_transfer({.kind = kind, .bytes = bytes, .reason = reason, .array_id = id(),
+                 .label = trace_label(), .where = where, .device = -1, .peer = peer},
+                &counters_);
+}
+
 void ArrayCore::download_chunk(const std::byte* device, ByteRange range, StreamRef stream,
                                const smartarray::source_location& where) {
   Transaction transaction(*this, Transaction::Kind::inspect, &where);

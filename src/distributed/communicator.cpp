@@ -93,6 +93,8 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions options) {
   SMARTARRAY_EXPECTS(comm != MPI_COMM_NULL, logic_error, "Communicator: comm is MPI_COMM_NULL");
   SMARTARRAY_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
   try {
+    // Errors come back as codes, which the library turns into mpi_error, instead of aborting.
+    SMARTARRAY_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     SMARTARRAY_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     SMARTARRAY_MPI_CHECK(MPI_Comm_size(comm_, &size_));
     MPI_Comm node = MPI_COMM_NULL;

@@ -760,6 +760,7 @@ class SmartArray {
  private:
   friend struct detail::ArrayFactory;
   friend struct detail::ChunkedAccess;
+  friend struct detail::ArrayMessages;
   template <typename>
   friend class Slice;
 

@@ -126,6 +126,10 @@ class ArrayCore {
   /// does not change; the caller waits for `stream` before the host buffer may change.
   void upload_chunk(std::byte* device, ByteRange range, StreamRef stream,
                     const smartarray::source_location& where);
+  /// Records a message of `bytes` bytes of this array to or from process `peer` (`kind` is
+  /// TransferKind::sent or received): counted on this array and globally, and traced.
+  void note_message(TransferKind kind, std::size_t bytes, int peer, const char* reason,
+                    const smartarray::source_location& where);
   /// Out-of-core chunks: queues the copy of `device` into the host bytes `range` (which the host
   /// alone holds, acquired for writing) on `stream`, counted as this array's download. The caller
   /// waits for `stream` before anyone reads them.

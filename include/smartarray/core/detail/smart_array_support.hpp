@@ -50,6 +50,8 @@ namespace detail {
 struct ArrayFactory;
 /// Copies out-of-core chunks through the core (chunked_access.hpp).
 struct ChunkedAccess;
+/// Records an array's messages to and from other processes (array_messages.hpp).
+struct ArrayMessages;
 
 /// `std::vector`'s synth-three-way: `<=>` where the element has it, else built from `<`.
 template <typename T>
