@@ -8,3 +8,4 @@
 #include <smartarray/smartarray.hpp>
 #include <smartarray/distributed/communicator.hpp>
 #include <smartarray/distributed/point_to_point.hpp>
+#include <smartarray/distributed/halo.hpp>

@@ -130,6 +130,7 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions options) {
                        to_string(static_cast<Transport>(lowest)), " and ",
                        to_string(static_cast<Transport>(highest)), ")");
     transport_ = static_cast<Transport>(mine);
+    check_sizes_ = options.check_sizes || SMARTARRAY_DEBUG_CHECKS != 0;
   } catch (...) {
     release();
     throw;
@@ -145,7 +146,8 @@ Communicator::Communicator(Communicator&& other) noexcept
       local_rank_(other.local_rank_),
       local_size_(other.local_size_),
       device_(other.device_),
-      transport_(other.transport_) {}
+      transport_(other.transport_),
+      check_sizes_(other.check_sizes_) {}
 
 Communicator& Communicator::operator=(Communicator&& other) noexcept {
   if (this != &other) {
@@ -157,6 +159,7 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
     local_size_ = other.local_size_;
     device_ = other.device_;
     transport_ = other.transport_;
+    check_sizes_ = other.check_sizes_;
   }
   return *this;
 }

@@ -50,6 +50,11 @@ struct CommunicatorOptions {
   /// host memory. The host backend defaults to `mpi_host`; it also emulates `mpi_device` (MPI
   /// reads and writes the emulated device memory), so that the device path runs without a GPU.
   std::optional<Transport> transport = std::nullopt;
+  /// Before each collective and halo exchange, one small all-gather of the ranks' sizes checks
+  /// that they match, so that a mismatch is an error on every rank instead of a truncated
+  /// message, a hang or silently partial data. Debug builds always check; a release build may turn
+  /// it off to save that one latency per call.
+  bool check_sizes = true;
 };
 
 /**
@@ -92,6 +97,8 @@ class Communicator {
   [[nodiscard]] int local_size() const noexcept { return local_size_; }
   /// @brief The device this process works on.
   [[nodiscard]] Device device() const noexcept { return device_; }
+  /// @brief True when collectives and halo exchanges check sizes across ranks first.
+  [[nodiscard]] bool checks_sizes() const noexcept { return check_sizes_; }
   /**
    * @brief The duplicated MPI communicator (for the library's own messages).
    * @throws logic_error when MPI was finalized, or the communicator was moved from.
@@ -108,6 +115,7 @@ class Communicator {
   int local_size_ = 0;
   Device device_{};
   Transport transport_ = Transport::mpi_host;
+  bool check_sizes_ = true;
 };
 
 }  // namespace smartarray::dist

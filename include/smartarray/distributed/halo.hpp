@@ -1,0 +1,109 @@
+/**
+ * @file distributed/halo.hpp
+ * @brief `dist::exchange_halos`: the halo exchange of a block-decomposed array.
+ */
+#pragma once
+
+#include <smartarray/config.hpp>
+#include <smartarray/core/detail/array_messages.hpp>
+#include <smartarray/core/residency.hpp>
+#include <smartarray/core/slice.hpp>
+#include <smartarray/core/smart_array.hpp>
+#include <smartarray/distributed/communicator.hpp>
+#include <smartarray/distributed/detail/exchange.hpp>
+#include <smartarray/distributed/point_to_point.hpp>
+#include <smartarray/error.hpp>
+#include <smartarray/runtime/stream.hpp>
+
+#include <cstddef>
+#include <vector>
+
+namespace smartarray::dist {
+
+/// @brief The halos of a block-decomposed array: `width` elements at each end.
+struct Halo {
+  std::size_t width;      ///< the elements of each halo (halo rows times the row length in 2-D)
+  bool periodic = false;  ///< rank 0 and the last rank are neighbours
+};
+
+namespace detail {
+/// The tags of a halo exchange: a message to the right neighbour fills its left halo.
+inline constexpr int to_right_tag = 1;
+inline constexpr int to_left_tag = 2;
+/// The neighbour ranks of this process (-1 for none), after the checks of exchange_halos: the
+/// halo is at most the interior, and, with the size check on, every rank's halo has the same
+/// bytes (each rank learns every rank's, so that all throw together).
+struct Neighbours {
+  int left;
+  int right;
+};
+[[nodiscard]] Neighbours halo_neighbours(std::size_t size, std::size_t element_bytes,
+                                         const Halo& halo, const Communicator& comm);
+}  // namespace detail
+
+/**
+ * @brief Exchanges the halos of `a`, laid out as `[width halo | interior | width halo]` on each
+ *        rank: each rank sends its first and last `width` interior elements to ranks rank - 1 and
+ *        rank + 1, and receives theirs into its halos.
+ *
+ * The interior ranges sent are acquired for `read` and the halos for `discard`, on the side the
+ * transport uses: with `mpi_host`, device-valid data costs one D2H of each sent range and the
+ * device one H2D of each halo when it next reads them; nothing else of the array moves. Each
+ * message counts once (one per neighbour and direction). Without `periodic`, the outer halos of
+ * the first and last ranks are left as they are; with it, rank 0 and the last rank are neighbours
+ * (with 2 ranks, each sends the other two messages).
+ *
+ * @param a the array: at least `3 * width` elements.
+ * @param halo the width of each halo, and whether the ends wrap around.
+ * @param comm the processes, in the order of the blocks.
+ * @param stream the stream that orders the device side.
+ * @param where the caller's source location, for the trace.
+ * @throws logic_error when the halo is wider than the interior (before any MPI call), or, with the
+ *         communicator's size check on, when the ranks' halos differ in bytes (on every rank,
+ *         naming the ranks and widths; nothing is acquired).
+ * @throws mpi_error when MPI fails.
+ */
+template <typename T>
+void exchange_halos(SmartArray<T>& a, const Halo& halo, const Communicator& comm,
+                    StreamRef stream = {},
+                    smartarray::source_location where = smartarray::source_location::current()) {
+  const std::size_t n = a.size();
+  const std::size_t w = halo.width;
+  const detail::Neighbours neighbours = detail::halo_neighbours(n, sizeof(T), halo, comm);
+  if (w == 0 || (neighbours.left < 0 && neighbours.right < 0)) return;
+  const std::size_t bytes = w * sizeof(T);
+  const bool device = comm.transport() != Transport::mpi_host;
+  // What is sent is read first; the halos, which do not overlap it, are then discarded.
+  const auto read = [&](std::size_t first) -> void* {
+    const Slice<const T> range = std::as_const(a).slice(first, w);
+    return const_cast<T*>(device ? range.device_view(stream, where).data()
+                                 : range.host_view(stream, where).data());
+  };
+  const auto discard = [&](std::size_t first) -> void* {
+    const Slice<T> range = a.slice(first, w);
+    return device ? range.device_view(Access::discard, stream, where).data()
+                  : range.host_view(Access::discard, stream, where).data();
+  };
+  std::vector<detail::Message> sends;
+  std::vector<detail::Message> receives;
+  if (neighbours.left >= 0) sends.push_back({read(w), bytes, neighbours.left, detail::to_left_tag});
+  if (neighbours.right >= 0) {
+    sends.push_back({read(n - 2 * w), bytes, neighbours.right, detail::to_right_tag});
+  }
+  if (neighbours.left >= 0) {
+    receives.push_back({discard(0), bytes, neighbours.left, detail::to_right_tag});
+  }
+  if (neighbours.right >= 0) {
+    receives.push_back({discard(n - w), bytes, neighbours.right, detail::to_left_tag});
+  }
+  if (device) detail::wait_for_stream(stream);
+  detail::exchange(receives, sends, comm);
+  for (const detail::Message& message : sends) {
+    smartarray::detail::ArrayMessages::sent(a, bytes, message.peer, "halo", where);
+  }
+  for (const detail::Message& message : receives) {
+    smartarray::detail::ArrayMessages::received(a, bytes, message.peer, "halo", where);
+  }
+}
+
+}  // namespace smartarray::dist

@@ -1,0 +1,58 @@
+// The non-blocking messages of an exchange, and the size handshake
+// (distributed/detail/exchange.hpp).
+#include <smartarray/distributed/detail/exchange.hpp>
+#include <smartarray/distributed/detail/mpi_check.hpp>
+
+#include <climits>
+#include <vector>
+
+namespace smartarray::dist::detail {
+
+void exchange(const std::vector<Message>& receives, const std::vector<Message>& sends,
+              const Communicator& comm) {
+  const MPI_Comm native = comm.native();
+  std::vector<MPI_Request> requests;
+  requests.reserve(receives.size() + sends.size());
+  int failed = MPI_SUCCESS;
+  const char* failed_call = nullptr;
+  for (const Message& message : receives) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int code = MPI_Irecv(message.data, static_cast<int>(message.bytes), MPI_BYTE,
+                               message.peer, message.tag, native, &request);
+    if (code != MPI_SUCCESS) {
+      failed = code;
+      failed_call = "MPI_Irecv";
+      break;
+    }
+    requests.push_back(request);
+  }
+  if (failed == MPI_SUCCESS) {
+    for (const Message& message : sends) {
+      MPI_Request request = MPI_REQUEST_NULL;
+      const int code = MPI_Isend(message.data, static_cast<int>(message.bytes), MPI_BYTE,
+                                 message.peer, message.tag, native, &request);
+      if (code != MPI_SUCCESS) {
+        failed = code;
+        failed_call = "MPI_Isend";
+        break;
+      }
+      requests.push_back(request);
+    }
+  }
+  // The messages started are always waited for: MPI must not write a buffer after this returns.
+  const int waited = MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+                                 MPI_STATUSES_IGNORE);
+  if (failed != MPI_SUCCESS) throw_mpi_error(failed_call, failed);
+  if (waited != MPI_SUCCESS) throw_mpi_error("MPI_Waitall", waited);
+}
+
+std::vector<long long> gather_sizes(const std::vector<long long>& values,
+                                    const Communicator& comm) {
+  std::vector<long long> all(values.size() * static_cast<std::size_t>(comm.size()));
+  SMARTARRAY_MPI_CHECK(MPI_Allgather(values.data(), static_cast<int>(values.size()),
+                                     MPI_LONG_LONG, all.data(), static_cast<int>(values.size()),
+                                     MPI_LONG_LONG, comm.native()));
+  return all;
+}
+
+}  // namespace smartarray::dist::detail
