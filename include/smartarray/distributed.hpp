@@ -9,3 +9,4 @@
 #include <smartarray/distributed/communicator.hpp>
 #include <smartarray/distributed/point_to_point.hpp>
 #include <smartarray/distributed/halo.hpp>
+#include <smartarray/distributed/collectives.hpp>

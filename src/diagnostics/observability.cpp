@@ -218,10 +218,13 @@ void trace(std::FILE* sink, const TransferEvent& event) noexcept {
   static std::mutex mutex;
   std::lock_guard lock(mutex);
   if (event.kind == TransferKind::sent || event.kind == TransferKind::received) {
-    std::fprintf(sink, "smartarray: %s %llu B %s rank %d (%s) array #%llu%s%s%s at %s:%u\n",
+    // A collective's message goes to and comes from every rank: its peer is -1.
+    char peer[32] = "all ranks";
+    if (event.peer >= 0) std::snprintf(peer, sizeof(peer), "rank %d", static_cast<int>(event.peer));
+    std::fprintf(sink, "smartarray: %s %llu B %s %s (%s) array #%llu%s%s%s at %s:%u\n",
                  direction_of(event.kind), static_cast<unsigned long long>(event.bytes),
-                 event.kind == TransferKind::sent ? "to" : "from", static_cast<int>(event.peer),
-                 event.reason, static_cast<unsigned long long>(event.array_id),
+                 event.kind == TransferKind::sent ? "to" : "from", peer, event.reason,
+                 static_cast<unsigned long long>(event.array_id),
                  event.label != nullptr ? " \"" : "", event.label != nullptr ? event.label : "",
                  event.label != nullptr ? "\"" : "", event.where.file_name(),
                  static_cast<unsigned>(event.where.line()));

@@ -210,7 +210,7 @@ struct TransferEvent {
   smartarray::source_location where;
   std::int16_t device = 0;
   std::int16_t source_device = -1;
-  std::int32_t peer = -1;  ///< the other process's rank, for `sent` and `received`
+  std::int32_t peer = -1;  ///< the other rank of a `sent` or `received` message; -1: all ranks
 };
 
 /// The one place where transfers are recorded. Each sink learns of `event` from here: the global

@@ -1,0 +1,200 @@
+/**
+ * @file distributed/collectives.hpp
+ * @brief Collectives over SmartArrays: `all_reduce`, `broadcast`, `all_gather`, `reduce_scatter`.
+ *
+ * Each acquires its arrays on the side the transport uses (the host for `mpi_host`, device
+ * memory otherwise): what it reads for `read`, what it overwrites for `discard`, an in-place
+ * result for `read_write`. Each call counts one logical message sent and one received on each
+ * rank, of the bytes of the arrays involved, whatever algorithm MPI uses. With the communicator's
+ * size check on (the default, and always in debug builds), one small all-gather of the ranks'
+ * sizes comes first, and ranks whose sizes differ all throw logic_error naming them; without it,
+ * such a call is undefined (MPI may truncate, read past a buffer or wait forever).
+ */
+#pragma once
+
+#include <smartarray/config.hpp>
+#include <smartarray/core/detail/array_messages.hpp>
+#include <smartarray/core/residency.hpp>
+#include <smartarray/core/smart_array.hpp>
+#include <smartarray/distributed/communicator.hpp>
+#include <smartarray/distributed/point_to_point.hpp>
+#include <smartarray/runtime/stream.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace smartarray::dist {
+
+/// @brief The reduction of `all_reduce` and `reduce_scatter`.
+enum class Op { sum, prod, min, max };
+
+namespace detail {
+/// The element types the reductions take: floating-point and integer arithmetic types.
+template <typename T>
+inline constexpr bool is_reducible_v =
+    std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && sizeof(T) <= 8;
+/// The MPI datatype of an element of `element_bytes` bytes that is floating-point or an integer
+/// of that signedness.
+[[nodiscard]] MPI_Datatype mpi_type(bool floating, bool is_signed, std::size_t element_bytes);
+template <typename T>
+[[nodiscard]] MPI_Datatype mpi_type_of() {
+  return mpi_type(std::is_floating_point_v<T>, std::is_signed_v<T>, sizeof(T));
+}
+[[nodiscard]] MPI_Op mpi_op(Op op);
+/// With the size check on: every rank's `bytes` must be equal; else every rank throws
+/// logic_error naming `what` and the ranks whose sizes differ.
+void check_same_bytes(const char* what, std::size_t bytes, const Communicator& comm);
+/// Throws logic_error, before any MPI call, when `root` is not a rank of `comm`.
+void check_root(const char* what, int root, const Communicator& comm);
+/// Throws logic_error when `elements` does not fit MPI's int count.
+void check_count(const char* what, std::size_t elements);
+
+/// The pointer to `a`'s elements for `access` on the transport's side; device memory is ready when
+/// this returns (the host waited for `stream`).
+template <typename A>
+[[nodiscard]] auto transport_data(A& range, Access access, const Communicator& comm,
+                                  StreamRef stream, const smartarray::source_location& where) {
+  if (comm.transport() == Transport::mpi_host) {
+    if constexpr (std::is_const_v<typename A::element_type>) {
+      return range.host_view(stream, where).data();
+    } else {
+      return range.host_view(access, stream, where).data();
+    }
+  }
+  if constexpr (std::is_const_v<typename A::element_type>) {
+    auto* data = range.device_view(stream, where).data();
+    wait_for_stream(stream);
+    return data;
+  } else {
+    auto* data = range.device_view(access, stream, where).data();
+    wait_for_stream(stream);
+    return data;
+  }
+}
+void all_reduce_in_place(void* data, std::size_t count, MPI_Datatype type, Op op,
+                         const Communicator& comm);
+void broadcast_bytes(void* data, std::size_t bytes, int root, const Communicator& comm);
+void all_gather_bytes(const void* in, void* out, std::size_t bytes, const Communicator& comm);
+void reduce_scatter_block(const void* in, void* out, std::size_t count, MPI_Datatype type, Op op,
+                          const Communicator& comm);
+}  // namespace detail
+
+/**
+ * @brief Reduces `a` element by element over every rank, in place: afterwards each rank's `a`
+ *        holds the `op` of all ranks' arrays.
+ * @param a the array, the same size on every rank; acquired `read_write` on the transport's side.
+ * @throws logic_error when the sizes differ between ranks (with the size check on).
+ * @throws mpi_error when MPI fails.
+ */
+template <typename T>
+void all_reduce(SmartArray<T>& a, Op op, const Communicator& comm, StreamRef stream = {},
+                smartarray::source_location where = smartarray::source_location::current()) {
+  static_assert(detail::is_reducible_v<T>,
+                "dist::all_reduce: the elements must be floating-point or integers");
+  const std::size_t bytes = a.size() * sizeof(T);
+  detail::check_count("all_reduce", a.size());
+  detail::check_same_bytes("all_reduce", bytes, comm);
+  if (a.empty()) return;
+  auto range = a.slice(0, a.size());
+  T* data = detail::transport_data(range, Access::read_write, comm, stream, where);
+  detail::all_reduce_in_place(data, a.size(), detail::mpi_type_of<T>(), op, comm);
+  smartarray::detail::ArrayMessages::sent(a, bytes, -1, "all_reduce", where);
+  smartarray::detail::ArrayMessages::received(a, bytes, -1, "all_reduce", where);
+}
+
+/**
+ * @brief Copies `root`'s `a` into every other rank's `a`.
+ * @param a the array, the same size on every rank: read on `root`, overwritten (`discard`)
+ *        elsewhere.
+ * @param root the rank whose array is copied.
+ * @throws logic_error when `root` is not a rank (before any MPI call), or the sizes differ between
+ *         ranks (with the size check on).
+ * @throws mpi_error when MPI fails.
+ */
+template <typename T>
+void broadcast(SmartArray<T>& a, int root, const Communicator& comm, StreamRef stream = {},
+               smartarray::source_location where = smartarray::source_location::current()) {
+  const std::size_t bytes = a.size() * sizeof(T);
+  detail::check_root("broadcast", root, comm);
+  detail::check_count("broadcast", bytes);
+  detail::check_same_bytes("broadcast", bytes, comm);
+  if (a.empty()) return;
+  void* data = nullptr;
+  if (comm.rank() == root) {
+    const auto range = std::as_const(a).slice(0, a.size());
+    data = const_cast<T*>(detail::transport_data(range, Access::read, comm, stream, where));
+  } else {
+    auto range = a.slice(0, a.size());
+    data = detail::transport_data(range, Access::discard, comm, stream, where);
+  }
+  detail::broadcast_bytes(data, bytes, root, comm);
+  smartarray::detail::ArrayMessages::sent(a, bytes, root, "broadcast", where);
+  smartarray::detail::ArrayMessages::received(a, bytes, root, "broadcast", where);
+}
+
+/**
+ * @brief Gathers every rank's `in` into every rank's `out`, in rank order.
+ * @param in this rank's part, the same size on every rank; read.
+ * @param out `in.size() * comm.size()` elements, another array; overwritten (`discard`).
+ * @throws logic_error when `out` has another size or is `in`'s array (before any MPI call), or the
+ *         sizes differ between ranks (with the size check on).
+ * @throws mpi_error when MPI fails.
+ */
+template <typename T>
+void all_gather(const SmartArray<T>& in, SmartArray<T>& out, const Communicator& comm,
+                StreamRef stream = {},
+                smartarray::source_location where = smartarray::source_location::current()) {
+  const std::size_t bytes = in.size() * sizeof(T);
+  SMARTARRAY_EXPECTS(static_cast<const void*>(&in) != static_cast<const void*>(&out), logic_error,
+                     "all_gather: rank ", comm.rank(), ": in and out are the same array");
+  SMARTARRAY_EXPECTS(out.size() == in.size() * static_cast<std::size_t>(comm.size()), logic_error,
+                     "all_gather: rank ", comm.rank(), ": out has ", out.size(),
+                     " elements but must hold ", comm.size(), " ranks' ", in.size());
+  detail::check_count("all_gather", bytes * static_cast<std::size_t>(comm.size()));
+  detail::check_same_bytes("all_gather", bytes, comm);
+  if (in.empty()) return;
+  const auto from = in.slice(0, in.size());
+  auto to = out.slice(0, out.size());
+  const T* source = detail::transport_data(from, Access::read, comm, stream, where);
+  T* target = detail::transport_data(to, Access::discard, comm, stream, where);
+  detail::all_gather_bytes(source, target, bytes, comm);
+  smartarray::detail::ArrayMessages::sent(in, bytes, -1, "all_gather", where);
+  smartarray::detail::ArrayMessages::received(out, out.size() * sizeof(T), -1, "all_gather",
+                                              where);
+}
+
+/**
+ * @brief Reduces `in` element by element over every rank and leaves block `rank` of the result
+ *        in this rank's `out`.
+ * @param in `out.size() * comm.size()` elements, the same size on every rank; read.
+ * @param out this rank's block, another array; overwritten (`discard`).
+ * @throws logic_error when the sizes do not fit or `out` is `in`'s array (before any MPI call), or
+ *         the sizes differ between ranks (with the size check on).
+ * @throws mpi_error when MPI fails.
+ */
+template <typename T>
+void reduce_scatter(const SmartArray<T>& in, SmartArray<T>& out, Op op, const Communicator& comm,
+                    StreamRef stream = {},
+                    smartarray::source_location where = smartarray::source_location::current()) {
+  static_assert(detail::is_reducible_v<T>,
+                "dist::reduce_scatter: the elements must be floating-point or integers");
+  SMARTARRAY_EXPECTS(static_cast<const void*>(&in) != static_cast<const void*>(&out), logic_error,
+                     "reduce_scatter: rank ", comm.rank(), ": in and out are the same array");
+  SMARTARRAY_EXPECTS(in.size() == out.size() * static_cast<std::size_t>(comm.size()), logic_error,
+                     "reduce_scatter: rank ", comm.rank(), ": in has ", in.size(),
+                     " elements but must hold ", comm.size(), " blocks of out's ", out.size());
+  detail::check_count("reduce_scatter", in.size());
+  detail::check_same_bytes("reduce_scatter", in.size() * sizeof(T), comm);
+  if (out.empty()) return;
+  const auto from = in.slice(0, in.size());
+  auto to = out.slice(0, out.size());
+  const T* source = detail::transport_data(from, Access::read, comm, stream, where);
+  T* target = detail::transport_data(to, Access::discard, comm, stream, where);
+  detail::reduce_scatter_block(source, target, out.size(), detail::mpi_type_of<T>(), op, comm);
+  smartarray::detail::ArrayMessages::sent(in, in.size() * sizeof(T), -1, "reduce_scatter", where);
+  smartarray::detail::ArrayMessages::received(out, out.size() * sizeof(T), -1, "reduce_scatter",
+                                              where);
+}
+
+}  // namespace smartarray::dist
