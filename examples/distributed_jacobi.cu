@@ -1,0 +1,136 @@
+// A 2-D Jacobi solver (the heat equation's steady state) on an nx x ny grid decomposed by rows
+// over MPI ranks, one GPU each: a halo exchange of one row every iteration, and the residual's
+// all_reduce every `check` iterations. Each iteration computes the two boundary rows first, on one
+// stream, and exchanges them while the interior rows compute on another. The result is gathered
+// and checked against the same iterations on one process.
+//
+//   mpirun -np 4 distributed_jacobi [--quick]
+#include "example_support.hpp"
+
+#include <smartarray/distributed.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <numbers>
+#include <utility>
+#include <vector>
+
+namespace sa = smartarray;
+namespace dist = smartarray::dist;
+
+namespace {
+/// One Jacobi sweep over rows [first, first + count) of a block of (rows + 2) rows of nx floats
+/// (a halo row above and below): each interior point becomes the mean of its four neighbours.
+struct Sweep {
+  sa::DeviceView<const float> a;
+  sa::DeviceView<float> a_new;
+  std::size_t nx;
+  std::size_t first;
+  SMARTARRAY_HOST_DEVICE void operator()(std::size_t k) const {
+    const std::size_t i = (first + k / (nx - 2)) * nx + 1 + k % (nx - 2);
+    a_new[i] = 0.25F * (a[i - 1] + a[i + 1] + a[i - nx] + a[i + nx]);
+  }
+};
+struct SquaredChange {
+  SMARTARRAY_HOST_DEVICE float operator()(float x, float y) const { return (x - y) * (x - y); }
+};
+
+/// The grid's fixed boundary: the left and right columns hold sin(2 pi y / (ny - 1)).
+float boundary(std::size_t y, std::size_t ny) {
+  return std::sin(2.0F * std::numbers::pi_v<float> * static_cast<float>(y) /
+                  static_cast<float>(ny - 1));
+}
+/// Rows [row0, row0 + rows) of the grid with a halo row on each side: the boundary columns set.
+std::vector<float> initial(std::size_t row0, std::size_t rows, std::size_t nx, std::size_t ny) {
+  std::vector<float> block((rows + 2) * nx, 0.0F);
+  for (std::size_t r = 0; r < rows + 2; ++r) {
+    const std::size_t y = row0 + r - 1;
+    if (row0 + r == 0 || y >= ny) continue;
+    block[r * nx] = block[r * nx + nx - 1] = boundary(y, ny);
+  }
+  return block;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  if (example::cuda_missing()) {
+    MPI_Finalize();
+    return example::skipped;
+  }
+  int status = 0;
+  {
+    const dist::Communicator comm(MPI_COMM_WORLD);
+    const bool quick = example::quick(argc, argv);
+    const std::size_t nx = quick ? 258 : 1026, ny = quick ? 130 : 1026;
+    const int iterations = quick ? 200 : 500, check = 50;
+    // Rows 1 .. ny - 2 change; rank r owns a contiguous block of them.
+    const auto ranks = static_cast<std::size_t>(comm.size());
+    const std::size_t rows = (ny - 2) / ranks,
+                      row0 = 1 + rows * static_cast<std::size_t>(comm.rank());
+    if ((ny - 2) % ranks != 0) {
+      std::printf("distributed_jacobi: %zu rows do not divide among %zu ranks\n", ny - 2, ranks);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    sa::SmartArray<float> a(initial(row0, rows, nx, ny)), a_new(a);
+    sa::Stream edge, inner;
+    float residual = 0.0F;
+    for (int it = 1; it <= iterations; ++it) {
+      // Boundary rows first, then their exchange, while the interior rows compute.
+      sa::for_each_index(nx - 2,
+                         Sweep{std::as_const(a).device_view(edge),
+                               a_new.device_view(sa::Access::read_write, edge), nx, 1},
+                         edge);
+      sa::for_each_index(nx - 2,
+                         Sweep{std::as_const(a).device_view(edge),
+                               a_new.device_view(sa::Access::read_write, edge), nx, rows},
+                         edge);
+      if (rows > 2) {
+        sa::for_each_index((rows - 2) * (nx - 2),
+                           Sweep{std::as_const(a).device_view(inner),
+                                 a_new.device_view(sa::Access::read_write, inner), nx, 2},
+                           inner);
+      }
+      dist::exchange_halos(a_new, dist::Halo{.width = nx}, comm, edge);
+      if (it % check == 0 || it == iterations) {
+        sa::SmartArray<float> change = sa::map(SquaredChange{}, a_new, a, inner);
+        sa::SmartArray<float> sum = sa::reduce_async(
+            change, 0.0F, [] SMARTARRAY_HOST_DEVICE(float x, float y) { return x + y; }, inner);
+        dist::all_reduce(sum, dist::Op::sum, comm, inner);
+        residual = std::sqrt(sum[0]);
+        if (comm.rank() == 0)
+          std::printf("iteration %4d: residual %.6e\n", it, static_cast<double>(residual));
+      }
+      std::swap(a, a_new);
+    }
+    // Gather the rows and check them against the same iterations on one process.
+    sa::SmartArray<float> mine(rows * nx), all(rows * nx * ranks);
+    sa::copy(mine.slice(0, rows * nx), std::as_const(a).slice(nx, rows * nx));
+    dist::all_gather(mine, all, comm);
+    if (comm.rank() == 0) {
+      std::vector<float> u = initial(1, ny - 2, nx, ny), v = u;
+      for (int it = 0; it < iterations; ++it) {
+        for (std::size_t r = 1; r <= ny - 2; ++r) {
+          for (std::size_t x = 1; x + 1 < nx; ++x) {
+            const std::size_t i = r * nx + x;
+            v[i] = 0.25F * (u[i - 1] + u[i + 1] + u[i - nx] + u[i + nx]);
+          }
+        }
+        std::swap(u, v);
+      }
+      float worst = 0.0F;
+      for (std::size_t i = 0; i < (ny - 2) * nx; ++i)
+        worst = std::fmax(worst, std::fabs(all[i] - u[nx + i]));
+      std::printf(
+          "%zu ranks, %zu x %zu grid, %d iterations: largest difference from one process %.3e\n",
+          ranks, nx, ny, iterations, static_cast<double>(worst));
+      std::printf("halo exchanges and residuals: %s\n",
+                  sa::global_transfer_stats().to_string().c_str());
+      status = worst <= 1e-5F ? 0 : 1;
+      std::printf("%s\n", status == 0 ? "OK" : "FAILED");
+    }
+    MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  }
+  MPI_Finalize();
+  return status;
+}
