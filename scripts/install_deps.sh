@@ -25,6 +25,9 @@ command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v make >/dev/null 2>&1 || missing+=(make)
 [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
 [ -f /usr/include/benchmark/benchmark.h ] || missing+=(libbenchmark-dev)
+# MPI for the distributed layer and its tests under mpirun (Open MPI).
+command -v mpicxx >/dev/null 2>&1 || missing+=(libopenmpi-dev)
+command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
 python=false
 fuzz=false
 cuda12=false
