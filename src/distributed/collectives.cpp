@@ -4,18 +4,26 @@
 #include <smartarray/distributed/detail/mpi_check.hpp>
 #include <smartarray/error.hpp>
 
+#include <smartarray/runtime/detail/runtime.hpp>
+
+#if SMARTARRAY_DIST_NCCL
+#include "distributed/nccl.hpp"
+#endif
+
 #include <climits>
 #include <vector>
 
 namespace smartarray::dist::detail {
 
-MPI_Datatype mpi_type(bool floating, bool is_signed, std::size_t element_bytes) {
-  if (floating) return element_bytes == sizeof(float) ? MPI_FLOAT : MPI_DOUBLE;
-  switch (element_bytes) {
-    case 1: return is_signed ? MPI_INT8_T : MPI_UINT8_T;
-    case 2: return is_signed ? MPI_INT16_T : MPI_UINT16_T;
-    case 4: return is_signed ? MPI_INT32_T : MPI_UINT32_T;
-    default: return is_signed ? MPI_INT64_T : MPI_UINT64_T;
+namespace {
+
+MPI_Datatype mpi_type(ElementType type) {
+  if (type.floating) return type.bytes == sizeof(float) ? MPI_FLOAT : MPI_DOUBLE;
+  switch (type.bytes) {
+    case 1: return type.is_signed ? MPI_INT8_T : MPI_UINT8_T;
+    case 2: return type.is_signed ? MPI_INT16_T : MPI_UINT16_T;
+    case 4: return type.is_signed ? MPI_INT32_T : MPI_UINT32_T;
+    default: return type.is_signed ? MPI_INT64_T : MPI_UINT64_T;
   }
 }
 
@@ -28,6 +36,22 @@ MPI_Op mpi_op(Op op) {
   }
   throw logic_error(smartarray::detail::concat("dist::Op ", static_cast<int>(op),
                                                " is not an operation"));
+}
+
+/// True for the nccl transport; MPI from device memory first waits for `stream`.
+bool enqueued(const Communicator& comm, StreamRef stream) {
+  if (comm.transport() == Transport::nccl) return true;
+  if (comm.transport() == Transport::mpi_device) smartarray::detail::host_wait_stream(stream);
+  return false;
+}
+
+}  // namespace
+
+void check_element_type(const char* what, ElementType type, const Communicator& comm) {
+  SMARTARRAY_EXPECTS(comm.transport() != Transport::nccl || type.floating || type.bytes != 2,
+                     logic_error, what, ": rank ", comm.rank(),
+                     ": NCCL reduces no 16-bit integers; use 1-, 4- or 8-byte integers, or an "
+                     "MPI transport");
 }
 
 void check_same_bytes(const char* what, std::size_t bytes, const Communicator& comm) {
@@ -48,30 +72,57 @@ void check_root(const char* what, int root, const Communicator& comm) {
                      comm.size(), " processes");
 }
 
-void check_count(const char* what, std::size_t elements) {
+void check_count(const char* what, std::size_t elements, const Communicator& comm) {
+  if (comm.transport() == Transport::nccl) return;  // NCCL counts in size_t
   SMARTARRAY_EXPECTS(elements <= static_cast<std::size_t>(INT_MAX), logic_error, what, ": ",
                      elements, " elements or bytes are more than MPI's int count (", INT_MAX,
                      "); split the array");
 }
 
-void all_reduce_in_place(void* data, std::size_t count, MPI_Datatype type, Op op,
-                         const Communicator& comm) {
-  SMARTARRAY_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), type,
+void all_reduce_in_place(void* data, std::size_t count, ElementType type, Op op,
+                         const Communicator& comm, StreamRef stream) {
+  if (enqueued(comm, stream)) {
+#if SMARTARRAY_DIST_NCCL
+    nccl_all_reduce(data, count, type, op, comm, stream);
+#endif
+    return;
+  }
+  SMARTARRAY_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), mpi_type(type),
                                      mpi_op(op), comm.native()));
 }
 
-void broadcast_bytes(void* data, std::size_t bytes, int root, const Communicator& comm) {
+void broadcast_bytes(void* data, std::size_t bytes, int root, const Communicator& comm,
+                     StreamRef stream) {
+  if (enqueued(comm, stream)) {
+#if SMARTARRAY_DIST_NCCL
+    nccl_broadcast(data, bytes, root, comm, stream);
+#endif
+    return;
+  }
   SMARTARRAY_MPI_CHECK(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, comm.native()));
 }
 
-void all_gather_bytes(const void* in, void* out, std::size_t bytes, const Communicator& comm) {
+void all_gather_bytes(const void* in, void* out, std::size_t bytes, const Communicator& comm,
+                      StreamRef stream) {
+  if (enqueued(comm, stream)) {
+#if SMARTARRAY_DIST_NCCL
+    nccl_all_gather(in, out, bytes, comm, stream);
+#endif
+    return;
+  }
   SMARTARRAY_MPI_CHECK(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out,
                                      static_cast<int>(bytes), MPI_BYTE, comm.native()));
 }
 
-void reduce_scatter_block(const void* in, void* out, std::size_t count, MPI_Datatype type, Op op,
-                          const Communicator& comm) {
-  SMARTARRAY_MPI_CHECK(MPI_Reduce_scatter_block(in, out, static_cast<int>(count), type,
+void reduce_scatter_block(const void* in, void* out, std::size_t count, ElementType type, Op op,
+                          const Communicator& comm, StreamRef stream) {
+  if (enqueued(comm, stream)) {
+#if SMARTARRAY_DIST_NCCL
+    nccl_reduce_scatter(in, out, count, type, op, comm, stream);
+#endif
+    return;
+  }
+  SMARTARRAY_MPI_CHECK(MPI_Reduce_scatter_block(in, out, static_cast<int>(count), mpi_type(type),
                                                 mpi_op(op), comm.native()));
 }
 

@@ -5,12 +5,18 @@
 #include <smartarray/error.hpp>
 #include <smartarray/runtime/runtime.hpp>
 
+#if SMARTARRAY_DIST_NCCL
+#include "distributed/nccl.hpp"
+#endif
+
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>
 #endif
 
+#include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace smartarray::dist {
 
@@ -62,31 +68,60 @@ bool mpi_is_cuda_aware() {
 #endif
 }
 
-/// The transport this process asks for, checked against what the build and backend can run.
-Transport choose_transport(const std::optional<Transport>& asked) {
+/// Why this process cannot use `transport` (empty when it can); `shares_device`: another process
+/// of its node works on the same device.
+std::string cannot_run(Transport transport, bool shares_device) {
   const bool host_backend = backend() == BackendKind::host;
-  if (!asked) {
-    if (host_backend) return Transport::mpi_host;
-    return mpi_is_cuda_aware() ? Transport::mpi_device : Transport::mpi_host;
-  }
-  switch (*asked) {
+  switch (transport) {
     case Transport::nccl:
-      throw logic_error(
-          "Communicator: the nccl transport was not built in (configure with NCCL found and "
-          "SMARTARRAY_WITH_NCCL on)");
+      if (SMARTARRAY_DIST_NCCL == 0) {
+        return "the nccl transport was not built in (configure with NCCL found and "
+               "SMARTARRAY_WITH_NCCL on)";
+      }
+      if (host_backend) return "the nccl transport needs the cuda backend";
+      if (shares_device) {
+        return "the nccl transport needs a device of its own for each process of a node, and "
+               "another process of this node works on the same device";
+      }
+      return {};
     case Transport::mpi_device:
-      SMARTARRAY_EXPECTS(host_backend || mpi_is_cuda_aware(), logic_error,
-                         "Communicator: the mpi_device transport needs a CUDA-aware MPI, and "
-                         "MPIX_Query_cuda_support() says this one is not");
-      return Transport::mpi_device;
+      if (host_backend || mpi_is_cuda_aware()) return {};
+      return "the mpi_device transport needs a CUDA-aware MPI, and MPIX_Query_cuda_support() "
+             "says this one is not";
     case Transport::mpi_host:
-      return Transport::mpi_host;
+      return {};
   }
-  throw logic_error(smartarray::detail::concat("Communicator: transport ",
-                                               static_cast<int>(*asked), " is not a Transport"));
+  return smartarray::detail::concat("transport ", static_cast<int>(transport),
+                                    " is not a Transport");
+}
+
+/// The transport this process asks for: the one in the options, else its first that runs.
+Transport choose_transport(const std::optional<Transport>& asked, bool shares_device) {
+  if (asked) {
+    const std::string why = cannot_run(*asked, shares_device);
+    if (!why.empty()) throw logic_error(smartarray::detail::concat("Communicator: ", why));
+    return *asked;
+  }
+  for (const Transport transport : {Transport::nccl, Transport::mpi_device}) {
+    if (backend() != BackendKind::host && cannot_run(transport, shares_device).empty()) {
+      return transport;
+    }
+  }
+  return Transport::mpi_host;
+}
+
+/// True when another process of the node `node` works on this process's `device` (-1: none).
+bool shares_device(int device, MPI_Comm node, int local_size) {
+  std::vector<int> devices(static_cast<std::size_t>(local_size));
+  SMARTARRAY_MPI_CHECK(MPI_Allgather(&device, 1, MPI_INT, devices.data(), 1, MPI_INT, node));
+  return device >= 0 && std::count(devices.begin(), devices.end(), device) > 1;
 }
 
 }  // namespace
+
+bool transport_available(Transport transport) {
+  return cannot_run(transport, false).empty();
+}
 
 Communicator::Communicator(MPI_Comm comm, CommunicatorOptions options) {
   detail::require_mpi_running("Communicator");
@@ -102,34 +137,61 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions options) {
         MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
     const int local_rank_code = MPI_Comm_rank(node, &local_rank_);
     const int local_size_code = MPI_Comm_size(node, &local_size_);
-    SMARTARRAY_MPI_CHECK(MPI_Comm_free(&node));
-    SMARTARRAY_MPI_CHECK(local_rank_code);
-    SMARTARRAY_MPI_CHECK(local_size_code);
-
-    // Every process agrees on the transport before any throws, so that none is left waiting in a
-    // later collective: each one's choice (or -1 when it cannot run the one asked) is reduced.
-    int mine = -1;
+    // The device: whether another process of the node works on it decides whether NCCL can run.
+    // A process that cannot bind its device still takes part in every collective call here (as
+    // device -1, asking for no transport), so that all throw together.
     std::string why;
+    int device = -1;
     try {
       device_ = options.device.value_or(Device{local_rank_ % device_count()});
       set_current_device(device_);
-      mine = static_cast<int>(choose_transport(options.transport));
+      device = device_.ordinal;
     } catch (const logic_error& error) {
       why = error.what();
     }
-    int lowest = 0;
-    int highest = 0;
-    SMARTARRAY_MPI_CHECK(MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm_));
-    SMARTARRAY_MPI_CHECK(MPI_Allreduce(&mine, &highest, 1, MPI_INT, MPI_MAX, comm_));
+    bool shared = false;
+    int shared_code = MPI_SUCCESS;
+    if (local_size_code == MPI_SUCCESS) {
+      try {
+        shared = shares_device(device, node, local_size_);
+      } catch (const mpi_error& error) {
+        shared_code = error.code();
+      }
+    }
+    SMARTARRAY_MPI_CHECK(MPI_Comm_free(&node));
+    SMARTARRAY_MPI_CHECK(local_rank_code);
+    SMARTARRAY_MPI_CHECK(local_size_code);
+    SMARTARRAY_MPI_CHECK(shared_code);
+
+    // Every process agrees on the transport before any throws, so that none is left waiting in a
+    // later collective. Each contributes its choice (or "cannot"), and whether it asked for it;
+    // one reduction of the maxima of {cannot, choice, -choice, asked} answers every question.
+    int mine = -1;
+    if (why.empty()) {
+      try {
+        mine = static_cast<int>(choose_transport(options.transport, shared));
+      } catch (const logic_error& error) {
+        why = error.what();
+      }
+    }
+    const int contributed[4] = {why.empty() ? 0 : 1, mine, -mine, options.transport ? 1 : 0};
+    int agreed[4] = {0, 0, 0, 0};
+    SMARTARRAY_MPI_CHECK(MPI_Allreduce(contributed, agreed, 4, MPI_INT, MPI_MAX, comm_));
     if (!why.empty()) throw logic_error(smartarray::detail::concat("rank ", rank_, ": ", why));
-    SMARTARRAY_EXPECTS(lowest >= 0, logic_error, "Communicator: rank ", rank_,
+    SMARTARRAY_EXPECTS(agreed[0] == 0, logic_error, "Communicator: rank ", rank_,
                        ": another rank cannot run its transport (its own error names it)");
-    SMARTARRAY_EXPECTS(lowest == highest, logic_error, "Communicator: rank ", rank_, " uses ",
-                       to_string(static_cast<Transport>(mine)),
+    const int highest = agreed[1];
+    const int lowest = -agreed[2];
+    // Asked for: every rank must ask for the same. Defaults: the last choice, which all can run.
+    SMARTARRAY_EXPECTS(agreed[3] == 0 || lowest == highest, logic_error, "Communicator: rank ",
+                       rank_, " uses ", to_string(static_cast<Transport>(mine)),
                        " but the ranks ask for different transports (",
                        to_string(static_cast<Transport>(lowest)), " and ",
                        to_string(static_cast<Transport>(highest)), ")");
-    transport_ = static_cast<Transport>(mine);
+    transport_ = static_cast<Transport>(highest);
+#if SMARTARRAY_DIST_NCCL
+    if (transport_ == Transport::nccl) nccl_ = detail::nccl_create(comm_, rank_, size_);
+#endif
     check_sizes_ = options.check_sizes || SMARTARRAY_DEBUG_CHECKS != 0;
   } catch (...) {
     release();
@@ -141,6 +203,7 @@ Communicator::~Communicator() { release(); }
 
 Communicator::Communicator(Communicator&& other) noexcept
     : comm_(std::exchange(other.comm_, MPI_COMM_NULL)),
+      nccl_(std::exchange(other.nccl_, nullptr)),
       rank_(other.rank_),
       size_(other.size_),
       local_rank_(other.local_rank_),
@@ -153,6 +216,7 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
   if (this != &other) {
     release();
     comm_ = std::exchange(other.comm_, MPI_COMM_NULL);
+    nccl_ = std::exchange(other.nccl_, nullptr);
     rank_ = other.rank_;
     size_ = other.size_;
     local_rank_ = other.local_rank_;
@@ -171,7 +235,17 @@ MPI_Comm Communicator::native() const {
   return comm_;
 }
 
+ncclComm* Communicator::nccl() const {
+  SMARTARRAY_EXPECTS(transport_ == Transport::nccl, logic_error, "Communicator: rank ", rank_,
+                     " has no NCCL communicator: its transport is ", to_string(transport_));
+  SMARTARRAY_EXPECTS(nccl_ != nullptr, logic_error, "Communicator: used after it was moved from");
+  return nccl_;
+}
+
 void Communicator::release() noexcept {
+#if SMARTARRAY_DIST_NCCL
+  detail::nccl_destroy(std::exchange(nccl_, nullptr));
+#endif
   if (comm_ == MPI_COMM_NULL) return;
   int finalized = 1;
   if (MPI_Finalized(&finalized) == MPI_SUCCESS && finalized == 0) MPI_Comm_free(&comm_);

@@ -3,13 +3,26 @@
 #include <smartarray/distributed/detail/exchange.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
 
+#include <smartarray/runtime/detail/runtime.hpp>
+
+#if SMARTARRAY_DIST_NCCL
+#include "distributed/nccl.hpp"
+#endif
+
 #include <climits>
 #include <vector>
 
 namespace smartarray::dist::detail {
 
 void exchange(const std::vector<Message>& receives, const std::vector<Message>& sends,
-              const Communicator& comm) {
+              const Communicator& comm, StreamRef stream) {
+  if (comm.transport() == Transport::nccl) {
+#if SMARTARRAY_DIST_NCCL
+    nccl_exchange(receives, sends, comm, stream);
+#endif
+    return;
+  }
+  if (comm.transport() == Transport::mpi_device) smartarray::detail::host_wait_stream(stream);
   const MPI_Comm native = comm.native();
   std::vector<MPI_Request> requests;
   requests.reserve(receives.size() + sends.size());

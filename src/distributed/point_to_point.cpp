@@ -5,12 +5,19 @@
 #include <smartarray/error.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 
+#if SMARTARRAY_DIST_NCCL
+#include "distributed/nccl.hpp"
+#endif
+
 #include <climits>
 #include <memory>
 
 namespace smartarray::dist::detail {
 
 namespace {
+/// The tag of the size handshake of nccl's point-to-point messages: with nccl, the handshakes are
+/// the only point-to-point MPI messages on the communicator's duplicate, and they match in order.
+constexpr int handshake_tag = 0;
 /// The largest tag MPI allows here (MPI_TAG_UB, at least 32767).
 int tag_upper_bound(const Communicator& comm) {
   void* value = nullptr;
@@ -32,40 +39,93 @@ void check_peer(const char* what, int peer, int tag, const Communicator& comm) {
                      " used tag ", tag, ", outside MPI's tags 0 to ", upper);
 }
 
-void check_message_bytes(const char* what, std::size_t bytes) {
+void check_message_bytes(const char* what, std::size_t bytes, const Communicator& comm) {
+  if (comm.transport() == Transport::nccl) return;  // NCCL counts in size_t
   SMARTARRAY_EXPECTS(bytes <= static_cast<std::size_t>(INT_MAX), logic_error, what,
                      ": a message of ", bytes, " bytes is larger than MPI's int count (",
                      INT_MAX, " bytes); send it as several slices");
 }
 
-void send_bytes(const void* data, std::size_t bytes, int dest, int tag, const Communicator& comm) {
-  SMARTARRAY_MPI_CHECK(
-      MPI_Send(data, static_cast<int>(bytes), MPI_BYTE, dest, tag, comm.native()));
+void announce_send(std::size_t bytes, int dest, int tag, const Communicator& comm) {
+  if (comm.transport() != Transport::nccl || !comm.checks_sizes()) return;
+  const long long mine[2] = {static_cast<long long>(bytes), tag};
+  long long theirs[2] = {0, 0};
+  SMARTARRAY_MPI_CHECK(MPI_Send(mine, 2, MPI_LONG_LONG, dest, handshake_tag, comm.native()));
+  SMARTARRAY_MPI_CHECK(MPI_Recv(theirs, 2, MPI_LONG_LONG, dest, handshake_tag, comm.native(),
+                                MPI_STATUS_IGNORE));
+  SMARTARRAY_EXPECTS(theirs[0] == mine[0] && theirs[1] == mine[1], logic_error, "send: rank ",
+                     comm.rank(), "'s message of ", bytes, " bytes (tag ", tag, ") to rank ", dest,
+                     " was refused: its receive expects ", theirs[0], " bytes (tag ", theirs[1],
+                     "); over NCCL a rank receives another's messages in the order they were "
+                     "sent; nothing was sent");
 }
 
-std::size_t probe_bytes(int source, int tag, const Communicator& comm) {
+void expect_message(std::size_t elements, std::size_t element_bytes, int source, int tag,
+                    const Communicator& comm) {
+  const std::size_t bytes = elements * element_bytes;
+  if (comm.transport() == Transport::nccl) {
+    if (!comm.checks_sizes()) return;
+    const long long mine[2] = {static_cast<long long>(bytes), tag};
+    long long theirs[2] = {0, 0};
+    SMARTARRAY_MPI_CHECK(MPI_Recv(theirs, 2, MPI_LONG_LONG, source, handshake_tag, comm.native(),
+                                  MPI_STATUS_IGNORE));
+    SMARTARRAY_MPI_CHECK(MPI_Send(mine, 2, MPI_LONG_LONG, source, handshake_tag, comm.native()));
+    SMARTARRAY_EXPECTS(theirs[0] == mine[0] && theirs[1] == mine[1], logic_error, "recv: rank ",
+                       comm.rank(), " refused rank ", source, "'s next message, of ", theirs[0],
+                       " bytes (tag ", theirs[1], "): it receives ", elements, " elements (",
+                       bytes, " bytes) with tag ", tag,
+                       "; over NCCL a rank receives another's messages in the order they were "
+                       "sent; nothing was received");
+    return;
+  }
   MPI_Status status{};
   SMARTARRAY_MPI_CHECK(MPI_Probe(source, tag, comm.native(), &status));
   int count = 0;
   SMARTARRAY_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
-  return static_cast<std::size_t>(count);
-}
-
-void reject_message(std::size_t bytes, int source, int tag, std::size_t elements,
-                    std::size_t element_bytes, const Communicator& comm) {
-  const auto scratch = std::make_unique<std::byte[]>(bytes == 0 ? 1 : bytes);
-  recv_bytes(scratch.get(), bytes, source, tag, comm);
+  const auto incoming = static_cast<std::size_t>(count);
+  if (incoming == bytes) return;
+  const auto scratch = std::make_unique<std::byte[]>(incoming == 0 ? 1 : incoming);
+  recv_bytes(scratch.get(), incoming, source, tag, comm, StreamRef{});
   throw logic_error(smartarray::detail::concat(
-      "recv: rank ", comm.rank(), " received a message of ", bytes, " bytes from rank ", source,
-      " (tag ", tag, ") into a slice of ", elements, " elements (", elements * element_bytes,
+      "recv: rank ", comm.rank(), " received a message of ", incoming, " bytes from rank ",
+      source, " (tag ", tag, ") into a slice of ", elements, " elements (", bytes,
       " bytes): the sizes must be equal; the message was dropped"));
 }
 
-void recv_bytes(void* data, std::size_t bytes, int source, int tag, const Communicator& comm) {
+void send_bytes(const void* data, std::size_t bytes, int dest, int tag, const Communicator& comm,
+                StreamRef stream) {
+  switch (comm.transport()) {
+    case Transport::nccl:
+#if SMARTARRAY_DIST_NCCL
+      nccl_send(data, bytes, dest, comm, stream);
+#endif
+      return;
+    case Transport::mpi_device:
+      smartarray::detail::host_wait_stream(stream);
+      break;
+    case Transport::mpi_host:
+      break;
+  }
+  SMARTARRAY_MPI_CHECK(
+      MPI_Send(data, static_cast<int>(bytes), MPI_BYTE, dest, tag, comm.native()));
+}
+
+void recv_bytes(void* data, std::size_t bytes, int source, int tag, const Communicator& comm,
+                StreamRef stream) {
+  switch (comm.transport()) {
+    case Transport::nccl:
+#if SMARTARRAY_DIST_NCCL
+      nccl_recv(data, bytes, source, comm, stream);
+#endif
+      return;
+    case Transport::mpi_device:
+      smartarray::detail::host_wait_stream(stream);
+      break;
+    case Transport::mpi_host:
+      break;
+  }
   SMARTARRAY_MPI_CHECK(MPI_Recv(data, static_cast<int>(bytes), MPI_BYTE, source, tag,
                                 comm.native(), MPI_STATUS_IGNORE));
 }
-
-void wait_for_stream(StreamRef stream) { smartarray::detail::host_wait_stream(stream); }
 
 }  // namespace smartarray::dist::detail

@@ -2,6 +2,7 @@
 // from every rank's known inputs, one counted message each way per call, the side each
 // transport acquires, and sizes that differ between ranks.
 #include "support/test_support.hpp"
+#include "transports.hpp"
 
 #include <smartarray/distributed.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
@@ -52,15 +53,10 @@ std::int64_t reduced(dist::Op op, int ranks, std::size_t i, std::uint32_t salt) 
 std::vector<std::int64_t> host_copy(const SmartArray<std::int64_t>& a) {
   return {a.begin(), a.end()};
 }
-const dist::Transport transports[] = {dist::Transport::mpi_host, dist::Transport::mpi_device};
-bool runs(dist::Transport transport) {
-  return transport == dist::Transport::mpi_host || sa::backend() == sa::BackendKind::host;
-}
 }  // namespace
 
 TEST(Collectives, AllReduceOfEachOpInPlaceOnTheTransportsSide) {
-  for (const dist::Transport transport : transports) {
-    if (!runs(transport)) continue;
+  for (const dist::Transport transport : sa::test::test_transports()) {
     const dist::Communicator comm(MPI_COMM_WORLD, {.transport = transport});
     for (const dist::Op op : {dist::Op::sum, dist::Op::prod, dist::Op::min, dist::Op::max}) {
       const std::uint32_t salt = shared_salt();
@@ -86,8 +82,7 @@ TEST(Collectives, AllReduceOfEachOpInPlaceOnTheTransportsSide) {
 }
 
 TEST(Collectives, BroadcastReadsTheRootAndOverwritesTheOthers) {
-  for (const dist::Transport transport : transports) {
-    if (!runs(transport)) continue;
+  for (const dist::Transport transport : sa::test::test_transports()) {
     const dist::Communicator comm(MPI_COMM_WORLD, {.transport = transport});
     const std::uint32_t salt = shared_salt();
     const int root = comm.size() - 1;
@@ -161,4 +156,47 @@ TEST(Collectives, ABadRootThrowsBeforeAnyMpiCall) {
               std::string::npos)
         << error.what();
   }
+}
+
+TEST(Collectives, DeviceValidAllReduceOverTheDeviceTransportsCopiesNothing) {
+  for (const dist::Transport transport : sa::test::device_transports()) {
+    const dist::Communicator comm(MPI_COMM_WORLD, {.transport = transport});
+    const std::uint32_t salt = shared_salt();
+    const std::size_t n = 4099;
+    SmartArray<std::int64_t> a(input(comm.rank(), n, salt));
+    (void)a.device_view(Access::read_write);  // valid on the device only
+    const std::uint64_t waits = sa::global_transfer_stats().wait_count;
+    {
+      sa::ExpectTransfers exact(a.counters(), {.sent = 1, .received = 1,
+                                               .sent_bytes = n * sizeof(std::int64_t),
+                                               .received_bytes = n * sizeof(std::int64_t)});
+      dist::all_reduce(a, dist::Op::sum, comm);
+    }
+    if (transport == dist::Transport::nccl) {  // enqueued on the stream: no host wait
+      EXPECT_EQ(sa::global_transfer_stats().wait_count, waits);
+    }
+    EXPECT_FALSE(a.is_valid(Side::host));
+    const std::vector<std::int64_t> got = host_copy(a);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[i], reduced(dist::Op::sum, comm.size(), i, salt)) << to_string(transport);
+    }
+  }
+}
+
+TEST(Collectives, NcclRefusesSixteenBitIntegersBeforeAnyTransfer) {
+  if (!dist::transport_available(dist::Transport::nccl)) GTEST_SKIP() << "no nccl transport here";
+  const std::vector<dist::Transport> transports = sa::test::test_transports();
+  if (transports.back() != dist::Transport::nccl) GTEST_SKIP() << "ranks share a device";
+  const dist::Communicator comm(MPI_COMM_WORLD, {.transport = dist::Transport::nccl});
+  const std::vector<std::int16_t> before = sa::test::random_values<std::int16_t>(32);
+  SmartArray<std::int16_t> a(before);
+  sa::ExpectTransfers nothing(a.counters(), {});
+  try {
+    dist::all_reduce(a, dist::Op::max, comm);
+    FAIL() << "NCCL has no 16-bit integers";
+  } catch (const sa::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("16-bit integers"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(std::vector<std::int16_t>(a.begin(), a.end()), before);
 }

@@ -1,6 +1,7 @@
 // dist::Communicator: ranks, node-local ranks and devices, the transport every rank agrees on,
 // and errors that every rank sees (no rank is left waiting).
 #include "support/test_support.hpp"
+#include "transports.hpp"
 
 #include <smartarray/distributed.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
@@ -71,15 +72,47 @@ TEST(Communicator, TheHostBackendEmulatesTheDeviceTransport) {
 }
 
 TEST(Communicator, ATransportThatCannotRunThrowsOnEveryRank) {
+  // nccl where it is not built in or the backend is host; else mpi_device without CUDA-aware MPI.
+  dist::Transport asked = dist::Transport::nccl;
+  if (dist::transport_available(asked)) asked = dist::Transport::mpi_device;
+  if (dist::transport_available(asked)) GTEST_SKIP() << "every transport runs here";
   try {
-    const dist::Communicator comm(MPI_COMM_WORLD, {.transport = dist::Transport::nccl});
-    FAIL() << "nccl is not built in";
+    const dist::Communicator comm(MPI_COMM_WORLD, {.transport = asked});
+    FAIL() << dist::to_string(asked) << " cannot run here";
   } catch (const sa::logic_error& error) {
-    EXPECT_NE(std::string(error.what()).find("nccl"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find(dist::to_string(asked)), std::string::npos)
+        << error.what();
     EXPECT_NE(std::string(error.what()).find("rank " + std::to_string(world_rank())),
               std::string::npos)
         << error.what();
   }
+}
+
+TEST(Communicator, NcclNeedsADeviceOfItsOwnForEachProcessOfANode) {
+  if (!dist::transport_available(dist::Transport::nccl)) GTEST_SKIP() << "no nccl here";
+  // Every rank on device 0: the default falls back to MPI, and asking for nccl throws.
+  {
+    const dist::Communicator comm(MPI_COMM_WORLD, {.device = sa::Device{0}});
+    EXPECT_NE(comm.transport(), dist::Transport::nccl);
+  }
+  try {
+    const dist::Communicator comm(MPI_COMM_WORLD,
+                                  {.device = sa::Device{0}, .transport = dist::Transport::nccl});
+    FAIL() << "two ranks on device 0";
+  } catch (const sa::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("a device of its own"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(Communicator, NcclTakesItsCommunicatorFromMpiAndOnlyNcclHasOne) {
+  const dist::Communicator host(MPI_COMM_WORLD, {.transport = dist::Transport::mpi_host});
+  EXPECT_THROW((void)host.nccl(), sa::logic_error);
+  const std::vector<dist::Transport> transports = sa::test::test_transports();
+  if (transports.back() != dist::Transport::nccl) GTEST_SKIP() << "no nccl transport here";
+  const dist::Communicator comm(MPI_COMM_WORLD);
+  EXPECT_EQ(comm.transport(), dist::Transport::nccl);  // the default where it runs
+  ASSERT_NE(comm.nccl(), nullptr);
 }
 
 TEST(Communicator, RanksAskingForDifferentTransportsAllThrowNamingBoth) {

@@ -5,6 +5,7 @@
 // broadcasts. After each operation that touches this rank's array, the array's host copy must
 // equal the model's. SMARTARRAY_DIST_PROPERTY_OPS and SMARTARRAY_DIST_PROPERTY_SEED set the run.
 #include "support/test_support.hpp"
+#include "transports.hpp"
 
 #include <smartarray/distributed.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
@@ -189,11 +190,7 @@ std::uint64_t run(dist::Transport transport, std::uint64_t operations, std::uint
 
 TEST(DistributedProperty, RandomSequencesMatchTheModelOnEveryRank) {
   const std::uint64_t operations = env_or("SMARTARRAY_DIST_PROPERTY_OPS", 3000);
-  for (const dist::Transport transport :
-       {dist::Transport::mpi_host, dist::Transport::mpi_device}) {
-    if (transport == dist::Transport::mpi_device && sa::backend() != sa::BackendKind::host) {
-      continue;  // the emulated device transport; the cuda backend's needs a CUDA-aware MPI
-    }
+  for (const dist::Transport transport : sa::test::test_transports()) {
     const std::uint64_t seed = shared_seed();
     const std::uint64_t mine = run(transport, operations, seed);
     std::uint64_t total = 0;

@@ -2,6 +2,7 @@
 // depend on the rank and position, so that a swapped direction or an off-by-one is caught), with
 // exact counts for host- and device-valid data, periodic or not, and bad widths.
 #include "support/test_support.hpp"
+#include "transports.hpp"
 
 #include <smartarray/distributed.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
@@ -40,7 +41,7 @@ std::vector<double> block(int rank, std::size_t n, std::size_t w, std::uint32_t 
 /// After the exchange: the interior unchanged, each halo holding its neighbour's boundary, the
 /// halos without a neighbour still poisoned.
 void expect_halos(const std::vector<double>& got, int rank, int size, std::size_t n, std::size_t w,
-                  bool periodic, std::uint32_t salt) {
+                  bool periodic, std::uint32_t salt, const char* transport) {
   const std::vector<double> before = block(rank, n, w, salt);
   const int left = rank > 0 ? rank - 1 : (periodic ? size - 1 : -1);
   const int right = rank < size - 1 ? rank + 1 : (periodic ? 0 : -1);
@@ -48,7 +49,7 @@ void expect_halos(const std::vector<double>& got, int rank, int size, std::size_
     double expected = before[i];
     if (i < w && left >= 0) expected = value(left, n - 2 * w + i, salt);  // its last interior
     if (i >= n - w && right >= 0) expected = value(right, w + (i - (n - w)), salt);  // its first
-    ASSERT_EQ(got[i], expected) << "element " << i << " of rank " << rank;
+    ASSERT_EQ(got[i], expected) << "element " << i << " of rank " << rank << ", " << transport;
   }
 }
 
@@ -76,27 +77,33 @@ void run(dist::Transport transport, bool periodic, bool device_valid) {
     expected.h2d_bytes = neighbours * halo_bytes;
   }
   {
+    const std::uint64_t waits = sa::global_transfer_stats().wait_count;
     sa::ExpectTransfers exact(a.counters(), expected);
     dist::exchange_halos(a, dist::Halo{.width = w, .periodic = periodic}, comm);
+    // NCCL's exchange is enqueued on the stream: the host waits for nothing.
+    if (transport == dist::Transport::nccl) {
+      EXPECT_EQ(sa::global_transfer_stats().wait_count, waits);
+    }
   }
   expect_halos(std::vector<double>(std::as_const(a).begin(), std::as_const(a).end()), comm.rank(),
-               comm.size(), n, w, periodic, salt);
+               comm.size(), n, w, periodic, salt, dist::to_string(transport));
 }
 }  // namespace
 
-TEST(Halo, HostValidOverHostMpi) { run(dist::Transport::mpi_host, false, false); }
-TEST(Halo, HostValidOverHostMpiPeriodic) { run(dist::Transport::mpi_host, true, false); }
-TEST(Halo, DeviceValidOverHostMpiCopiesOnlyTheBoundaries) {
-  run(dist::Transport::mpi_host, false, true);
+// Each over every transport that runs here: mpi_host copies the boundaries of device-valid data
+// down, the device transports (nccl, mpi_device) copy the boundaries of host-valid data up, and
+// nothing else moves.
+TEST(Halo, HostValid) {
+  for (const dist::Transport transport : sa::test::test_transports()) run(transport, false, false);
 }
-TEST(Halo, DeviceValidOverHostMpiPeriodic) { run(dist::Transport::mpi_host, true, true); }
-TEST(Halo, DeviceValidOverTheDeviceTransportCopiesNothing) {
-  if (sa::backend() != sa::BackendKind::host) GTEST_SKIP() << "mpi_device is emulated on host";
-  run(dist::Transport::mpi_device, false, true);
+TEST(Halo, HostValidPeriodic) {
+  for (const dist::Transport transport : sa::test::test_transports()) run(transport, true, false);
 }
-TEST(Halo, HostValidOverTheDeviceTransportPeriodic) {
-  if (sa::backend() != sa::BackendKind::host) GTEST_SKIP() << "mpi_device is emulated on host";
-  run(dist::Transport::mpi_device, true, false);
+TEST(Halo, DeviceValid) {
+  for (const dist::Transport transport : sa::test::test_transports()) run(transport, false, true);
+}
+TEST(Halo, DeviceValidPeriodic) {
+  for (const dist::Transport transport : sa::test::test_transports()) run(transport, true, true);
 }
 
 TEST(Halo, AHaloWiderThanTheInteriorThrowsBeforeAnyMessage) {

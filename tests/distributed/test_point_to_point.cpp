@@ -2,6 +2,7 @@
 // exact counts of copies and messages on each side for host- and device-valid data, tags, and bad
 // input that throws before any MPI call or drops a message of the wrong size.
 #include "support/test_support.hpp"
+#include "transports.hpp"
 
 #include <smartarray/distributed.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
@@ -122,24 +123,31 @@ TEST(PointToPoint, DeviceValidSlicesOverHostMpiCopyExactlyTheSliceDown) {
   expect_received(comm, into, salt);
 }
 
-TEST(PointToPoint, TheEmulatedDeviceTransportReadsAndWritesDeviceMemory) {
-  if (sa::backend() != sa::BackendKind::host) GTEST_SKIP() << "mpi_device is emulated on host";
-  const dist::Communicator comm(MPI_COMM_WORLD, {.transport = dist::Transport::mpi_device});
-  const std::uint32_t salt = shared_salt();
-  SmartArray<std::int32_t> mine(values_of(comm.rank(), array_size, salt));
-  SmartArray<std::int32_t> into = poisoned(array_size);
-  (void)into.device_view(Access::read_write);
-  // Host-valid data goes up once, exactly the slice; the receiver's device copy takes the message.
-  ring(comm, mine, into, {.h2d = 1, .h2d_bytes = slice_bytes, .sent = 1, .sent_bytes = slice_bytes},
-       {.received = 1, .received_bytes = slice_bytes});
-  EXPECT_TRUE(into.is_valid(Side::device));
-  sa::ExpectTransfers down(into.counters(),
-                           {.d2h = 1, .d2h_bytes = array_size * sizeof(std::int32_t)});
-  expect_received(comm, into, salt);
+TEST(PointToPoint, TheDeviceTransportsReadAndWriteDeviceMemory) {
+  for (const dist::Transport transport : sa::test::device_transports()) {
+    const dist::Communicator comm(MPI_COMM_WORLD, {.transport = transport});
+    const std::uint32_t salt = shared_salt();
+    SmartArray<std::int32_t> mine(values_of(comm.rank(), array_size, salt));
+    SmartArray<std::int32_t> into = poisoned(array_size);
+    (void)into.device_view(Access::read_write);
+    const std::uint64_t waits = sa::global_transfer_stats().wait_count;
+    // Host-valid data goes up once, exactly the slice; the receiver's device copy takes the
+    // message.
+    ring(comm, mine, into,
+         {.h2d = 1, .h2d_bytes = slice_bytes, .sent = 1, .sent_bytes = slice_bytes},
+         {.received = 1, .received_bytes = slice_bytes});
+    if (transport == dist::Transport::nccl) {  // enqueued on the stream: no host wait
+      EXPECT_EQ(sa::global_transfer_stats().wait_count, waits);
+    }
+    EXPECT_TRUE(into.is_valid(Side::device));
+    sa::ExpectTransfers down(into.counters(),
+                             {.d2h = 1, .d2h_bytes = array_size * sizeof(std::int32_t)});
+    expect_received(comm, into, salt);
+  }
 }
 
-TEST(PointToPoint, TagsMatchMessagesOutOfOrder) {
-  const dist::Communicator comm(MPI_COMM_WORLD);
+TEST(PointToPoint, OverMpiTagsMatchMessagesOutOfOrder) {
+  const dist::Communicator comm(MPI_COMM_WORLD, {.transport = dist::Transport::mpi_host});
   const std::uint32_t salt = shared_salt();
   if (comm.rank() > 1) return;
   SmartArray<std::int32_t> data = comm.rank() == 0
@@ -180,30 +188,77 @@ TEST(PointToPoint, BadRanksAndTagsThrowBeforeAnyMpiCall) {
   EXPECT_NE(negative.find("rank -2"), std::string::npos) << negative;
 }
 
-TEST(PointToPoint, AMessageOfAnotherSizeIsDroppedAndTheArrayKeepsItsContents) {
-  const dist::Communicator comm(MPI_COMM_WORLD);
+TEST(PointToPoint, OverNcclMessagesMatchInOrderAndAnotherTagIsRefusedOnBothSides) {
+  const std::vector<dist::Transport> transports = sa::test::test_transports();
+  if (transports.back() != dist::Transport::nccl) GTEST_SKIP() << "no nccl transport here";
+  const dist::Communicator comm(MPI_COMM_WORLD, {.transport = dist::Transport::nccl});
   const std::uint32_t salt = shared_salt();
   if (comm.rank() > 1) return;
-  if (comm.rank() == 0) {
-    SmartArray<std::int32_t> data(values_of(0, 100, salt));
-    dist::send(data, 1, comm);
-    return;
-  }
-  const std::vector<std::int32_t> before = values_of(1, 100, salt);
-  SmartArray<std::int32_t> data(before);
-  (void)data.device_view(Access::read_write);  // valid on the device only
-  {
-    sa::ExpectTransfers nothing(data.counters(), {});
+  SmartArray<std::int32_t> data = comm.rank() == 0
+                                      ? SmartArray<std::int32_t>(values_of(0, 128, salt))
+                                      : poisoned(128);
+  const auto refused = [](const auto& call) {
     try {
-      dist::recv(data.slice(0, 99), 0, comm);
-      FAIL() << "a message of 400 bytes into 99 elements";
+      call();
     } catch (const sa::logic_error& error) {
-      const std::string message = error.what();
-      EXPECT_NE(message.find("400 bytes from rank 0"), std::string::npos) << message;
-      EXPECT_NE(message.find("99 elements (396 bytes)"), std::string::npos) << message;
+      return std::string(error.what());
     }
-    EXPECT_TRUE(data.is_valid(Side::device));
-    EXPECT_FALSE(data.is_valid(Side::host));
+    return std::string("no error");
+  };
+  if (comm.rank() == 0) {
+    dist::send(data.slice(0, 64), 1, 5, comm);
+    dist::send(data.slice(64, 64), 1, 9, comm);
+    const std::string message = refused([&] { dist::send(data.slice(0, 8), 1, 3, comm); });
+    EXPECT_NE(message.find("to rank 1 was refused"), std::string::npos) << message;
+    EXPECT_NE(message.find("expects 32 bytes (tag 4)"), std::string::npos) << message;
+  } else {
+    dist::recv(data.slice(0, 64), 0, 5, comm);
+    dist::recv(data.slice(64, 64), 0, 9, comm);
+    EXPECT_EQ(std::vector<std::int32_t>(data.begin(), data.end()), values_of(0, 128, salt));
+    const std::vector<std::int32_t> before(data.begin(), data.end());
+    const std::string message = refused([&] { dist::recv(data.slice(0, 8), 0, 4, comm); });
+    EXPECT_NE(message.find("refused rank 0's next message, of 32 bytes (tag 3)"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(std::vector<std::int32_t>(data.begin(), data.end()), before);
   }
-  EXPECT_EQ(std::vector<std::int32_t>(data.begin(), data.end()), before);
+}
+
+TEST(PointToPoint, AMessageOfAnotherSizeIsRefusedAndTheArrayKeepsItsContents) {
+  for (const dist::Transport transport : sa::test::test_transports()) {
+    const dist::Communicator comm(MPI_COMM_WORLD, {.transport = transport});
+    const std::uint32_t salt = shared_salt();
+    if (comm.rank() > 1) continue;
+    const bool nccl = transport == dist::Transport::nccl;
+    if (comm.rank() == 0) {
+      SmartArray<std::int32_t> data(values_of(0, 100, salt));
+      if (!nccl) {  // MPI sends; the receiver drops the message
+        dist::send(data, 1, comm);
+        continue;
+      }
+      // NCCL's handshake refuses the message before anything is sent, on both sides.
+      sa::ExpectTransfers nothing(data.counters(), {});
+      EXPECT_THROW(dist::send(data, 1, comm), sa::logic_error);
+      continue;
+    }
+    const std::vector<std::int32_t> before = values_of(1, 100, salt);
+    SmartArray<std::int32_t> data(before);
+    (void)data.device_view(Access::read_write);  // valid on the device only
+    {
+      sa::ExpectTransfers nothing(data.counters(), {});
+      try {
+        dist::recv(data.slice(0, 99), 0, comm);
+        FAIL() << "a message of 400 bytes into 99 elements";
+      } catch (const sa::logic_error& error) {
+        const std::string message = error.what();
+        EXPECT_NE(message.find(nccl ? "of 400 bytes (tag 0)" : "400 bytes from rank 0"),
+                  std::string::npos)
+            << message;
+        EXPECT_NE(message.find("99 elements (396 bytes)"), std::string::npos) << message;
+      }
+      EXPECT_TRUE(data.is_valid(Side::device));
+      EXPECT_FALSE(data.is_valid(Side::host));
+    }
+    EXPECT_EQ(std::vector<std::int32_t>(data.begin(), data.end()), before) << to_string(transport);
+  }
 }

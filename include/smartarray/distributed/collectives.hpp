@@ -5,10 +5,12 @@
  * Each acquires its arrays on the side the transport uses (the host for `mpi_host`, device
  * memory otherwise): what it reads for `read`, what it overwrites for `discard`, an in-place
  * result for `read_write`. Each call counts one logical message sent and one received on each
- * rank, of the bytes of the arrays involved, whatever algorithm MPI uses. With the communicator's
+ * rank, of the bytes of the arrays involved, whatever algorithm MPI or NCCL uses. With `nccl`, a
+ * call is enqueued on `stream` and returns without waiting; with MPI, it returns when its data
+ * arrived (`mpi_device` first waits for `stream`). With the communicator's
  * size check on (the default, and always in debug builds), one small all-gather of the ranks'
  * sizes comes first, and ranks whose sizes differ all throw logic_error naming them; without it,
- * such a call is undefined (MPI may truncate, read past a buffer or wait forever).
+ * such a call is undefined (MPI or NCCL may truncate, read past a buffer or wait forever).
  */
 #pragma once
 
@@ -34,50 +36,49 @@ namespace detail {
 template <typename T>
 inline constexpr bool is_reducible_v =
     std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && sizeof(T) <= 8;
-/// The MPI datatype of an element of `element_bytes` bytes that is floating-point or an integer
-/// of that signedness.
-[[nodiscard]] MPI_Datatype mpi_type(bool floating, bool is_signed, std::size_t element_bytes);
+/// An element type, as the transports' reductions name it.
+struct ElementType {
+  bool floating;
+  bool is_signed;
+  std::size_t bytes;
+};
 template <typename T>
-[[nodiscard]] MPI_Datatype mpi_type_of() {
-  return mpi_type(std::is_floating_point_v<T>, std::is_signed_v<T>, sizeof(T));
+[[nodiscard]] constexpr ElementType element_type_of() noexcept {
+  return {std::is_floating_point_v<T>, std::is_signed_v<T>, sizeof(T)};
 }
-[[nodiscard]] MPI_Op mpi_op(Op op);
+/// Throws logic_error, before any transfer, when the transport cannot reduce `type` (NCCL has no
+/// 16-bit integers).
+void check_element_type(const char* what, ElementType type, const Communicator& comm);
 /// With the size check on: every rank's `bytes` must be equal; else every rank throws
 /// logic_error naming `what` and the ranks whose sizes differ.
 void check_same_bytes(const char* what, std::size_t bytes, const Communicator& comm);
 /// Throws logic_error, before any MPI call, when `root` is not a rank of `comm`.
 void check_root(const char* what, int root, const Communicator& comm);
-/// Throws logic_error when `elements` does not fit MPI's int count.
-void check_count(const char* what, std::size_t elements);
+/// Throws logic_error when `elements` does not fit MPI's int count (MPI transports only).
+void check_count(const char* what, std::size_t elements, const Communicator& comm);
 
-/// The pointer to `a`'s elements for `access` on the transport's side; device memory is ready when
-/// this returns (the host waited for `stream`).
+/// The pointer to the elements of `range` for `access` on the transport's side.
 template <typename A>
 [[nodiscard]] auto transport_data(A& range, Access access, const Communicator& comm,
                                   StreamRef stream, const smartarray::source_location& where) {
-  if (comm.transport() == Transport::mpi_host) {
-    if constexpr (std::is_const_v<typename A::element_type>) {
-      return range.host_view(stream, where).data();
-    } else {
-      return range.host_view(access, stream, where).data();
-    }
-  }
+  const bool host = comm.transport() == Transport::mpi_host;
   if constexpr (std::is_const_v<typename A::element_type>) {
-    auto* data = range.device_view(stream, where).data();
-    wait_for_stream(stream);
-    return data;
+    return host ? range.host_view(stream, where).data() : range.device_view(stream, where).data();
   } else {
-    auto* data = range.device_view(access, stream, where).data();
-    wait_for_stream(stream);
-    return data;
+    return host ? range.host_view(access, stream, where).data()
+                : range.device_view(access, stream, where).data();
   }
 }
-void all_reduce_in_place(void* data, std::size_t count, MPI_Datatype type, Op op,
-                         const Communicator& comm);
-void broadcast_bytes(void* data, std::size_t bytes, int root, const Communicator& comm);
-void all_gather_bytes(const void* in, void* out, std::size_t bytes, const Communicator& comm);
-void reduce_scatter_block(const void* in, void* out, std::size_t count, MPI_Datatype type, Op op,
-                          const Communicator& comm);
+// The transfers, on the transport's side: NCCL enqueues them on `stream`; MPI from device memory
+// first makes the host wait for `stream`, so that MPI never overtakes the work queued before.
+void all_reduce_in_place(void* data, std::size_t count, ElementType type, Op op,
+                         const Communicator& comm, StreamRef stream);
+void broadcast_bytes(void* data, std::size_t bytes, int root, const Communicator& comm,
+                     StreamRef stream);
+void all_gather_bytes(const void* in, void* out, std::size_t bytes, const Communicator& comm,
+                      StreamRef stream);
+void reduce_scatter_block(const void* in, void* out, std::size_t count, ElementType type, Op op,
+                          const Communicator& comm, StreamRef stream);
 }  // namespace detail
 
 /**
@@ -86,6 +87,7 @@ void reduce_scatter_block(const void* in, void* out, std::size_t count, MPI_Data
  * @param a the array, the same size on every rank; acquired `read_write` on the transport's side.
  * @throws logic_error when the sizes differ between ranks (with the size check on).
  * @throws mpi_error when MPI fails.
+ * @throws nccl_error when NCCL fails.
  */
 template <typename T>
 void all_reduce(SmartArray<T>& a, Op op, const Communicator& comm, StreamRef stream = {},
@@ -93,12 +95,13 @@ void all_reduce(SmartArray<T>& a, Op op, const Communicator& comm, StreamRef str
   static_assert(detail::is_reducible_v<T>,
                 "dist::all_reduce: the elements must be floating-point or integers");
   const std::size_t bytes = a.size() * sizeof(T);
-  detail::check_count("all_reduce", a.size());
+  detail::check_element_type("all_reduce", detail::element_type_of<T>(), comm);
+  detail::check_count("all_reduce", a.size(), comm);
   detail::check_same_bytes("all_reduce", bytes, comm);
   if (a.empty()) return;
   auto range = a.slice(0, a.size());
   T* data = detail::transport_data(range, Access::read_write, comm, stream, where);
-  detail::all_reduce_in_place(data, a.size(), detail::mpi_type_of<T>(), op, comm);
+  detail::all_reduce_in_place(data, a.size(), detail::element_type_of<T>(), op, comm, stream);
   smartarray::detail::ArrayMessages::sent(a, bytes, -1, "all_reduce", where);
   smartarray::detail::ArrayMessages::received(a, bytes, -1, "all_reduce", where);
 }
@@ -111,13 +114,14 @@ void all_reduce(SmartArray<T>& a, Op op, const Communicator& comm, StreamRef str
  * @throws logic_error when `root` is not a rank (before any MPI call), or the sizes differ between
  *         ranks (with the size check on).
  * @throws mpi_error when MPI fails.
+ * @throws nccl_error when NCCL fails.
  */
 template <typename T>
 void broadcast(SmartArray<T>& a, int root, const Communicator& comm, StreamRef stream = {},
                smartarray::source_location where = smartarray::source_location::current()) {
   const std::size_t bytes = a.size() * sizeof(T);
   detail::check_root("broadcast", root, comm);
-  detail::check_count("broadcast", bytes);
+  detail::check_count("broadcast", bytes, comm);
   detail::check_same_bytes("broadcast", bytes, comm);
   if (a.empty()) return;
   void* data = nullptr;
@@ -128,7 +132,7 @@ void broadcast(SmartArray<T>& a, int root, const Communicator& comm, StreamRef s
     auto range = a.slice(0, a.size());
     data = detail::transport_data(range, Access::discard, comm, stream, where);
   }
-  detail::broadcast_bytes(data, bytes, root, comm);
+  detail::broadcast_bytes(data, bytes, root, comm, stream);
   smartarray::detail::ArrayMessages::sent(a, bytes, root, "broadcast", where);
   smartarray::detail::ArrayMessages::received(a, bytes, root, "broadcast", where);
 }
@@ -140,6 +144,7 @@ void broadcast(SmartArray<T>& a, int root, const Communicator& comm, StreamRef s
  * @throws logic_error when `out` has another size or is `in`'s array (before any MPI call), or the
  *         sizes differ between ranks (with the size check on).
  * @throws mpi_error when MPI fails.
+ * @throws nccl_error when NCCL fails.
  */
 template <typename T>
 void all_gather(const SmartArray<T>& in, SmartArray<T>& out, const Communicator& comm,
@@ -151,14 +156,14 @@ void all_gather(const SmartArray<T>& in, SmartArray<T>& out, const Communicator&
   SMARTARRAY_EXPECTS(out.size() == in.size() * static_cast<std::size_t>(comm.size()), logic_error,
                      "all_gather: rank ", comm.rank(), ": out has ", out.size(),
                      " elements but must hold ", comm.size(), " ranks' ", in.size());
-  detail::check_count("all_gather", bytes * static_cast<std::size_t>(comm.size()));
+  detail::check_count("all_gather", bytes * static_cast<std::size_t>(comm.size()), comm);
   detail::check_same_bytes("all_gather", bytes, comm);
   if (in.empty()) return;
   const auto from = in.slice(0, in.size());
   auto to = out.slice(0, out.size());
   const T* source = detail::transport_data(from, Access::read, comm, stream, where);
   T* target = detail::transport_data(to, Access::discard, comm, stream, where);
-  detail::all_gather_bytes(source, target, bytes, comm);
+  detail::all_gather_bytes(source, target, bytes, comm, stream);
   smartarray::detail::ArrayMessages::sent(in, bytes, -1, "all_gather", where);
   smartarray::detail::ArrayMessages::received(out, out.size() * sizeof(T), -1, "all_gather",
                                               where);
@@ -172,6 +177,7 @@ void all_gather(const SmartArray<T>& in, SmartArray<T>& out, const Communicator&
  * @throws logic_error when the sizes do not fit or `out` is `in`'s array (before any MPI call), or
  *         the sizes differ between ranks (with the size check on).
  * @throws mpi_error when MPI fails.
+ * @throws nccl_error when NCCL fails.
  */
 template <typename T>
 void reduce_scatter(const SmartArray<T>& in, SmartArray<T>& out, Op op, const Communicator& comm,
@@ -184,14 +190,16 @@ void reduce_scatter(const SmartArray<T>& in, SmartArray<T>& out, Op op, const Co
   SMARTARRAY_EXPECTS(in.size() == out.size() * static_cast<std::size_t>(comm.size()), logic_error,
                      "reduce_scatter: rank ", comm.rank(), ": in has ", in.size(),
                      " elements but must hold ", comm.size(), " blocks of out's ", out.size());
-  detail::check_count("reduce_scatter", in.size());
+  detail::check_element_type("reduce_scatter", detail::element_type_of<T>(), comm);
+  detail::check_count("reduce_scatter", in.size(), comm);
   detail::check_same_bytes("reduce_scatter", in.size() * sizeof(T), comm);
   if (out.empty()) return;
   const auto from = in.slice(0, in.size());
   auto to = out.slice(0, out.size());
   const T* source = detail::transport_data(from, Access::read, comm, stream, where);
   T* target = detail::transport_data(to, Access::discard, comm, stream, where);
-  detail::reduce_scatter_block(source, target, out.size(), detail::mpi_type_of<T>(), op, comm);
+  detail::reduce_scatter_block(source, target, out.size(), detail::element_type_of<T>(), op, comm,
+                               stream);
   smartarray::detail::ArrayMessages::sent(in, in.size() * sizeof(T), -1, "reduce_scatter", where);
   smartarray::detail::ArrayMessages::received(out, out.size() * sizeof(T), -1, "reduce_scatter",
                                               where);

@@ -13,6 +13,10 @@
 #include <stdexcept>
 #include <string>
 
+/// NCCL's communicator (`ncclComm_t` is a pointer to it); declared here so that this header does
+/// not need `nccl.h`.
+struct ncclComm;
+
 namespace smartarray::dist {
 
 /// @brief What carries an array's bytes between processes.
@@ -39,16 +43,40 @@ class mpi_error : public std::runtime_error {
   int code_;
 };
 
+/**
+ * @brief An NCCL call failed: the message names the call, NCCL's error string and its last error.
+ */
+class nccl_error : public std::runtime_error {
+ public:
+  /// @brief Builds the error. @param message the full message. @param code the `ncclResult_t`.
+  nccl_error(const std::string& message, int code) : std::runtime_error(message), code_(code) {}
+  /// @brief The `ncclResult_t` code.
+  [[nodiscard]] int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+/**
+ * @brief True when this process can use `transport`: `nccl` needs the cuda backend and a build
+ *        with NCCL (SMARTARRAY_WITH_NCCL), `mpi_device` the host backend (which emulates it) or a
+ *        CUDA-aware MPI (`MPIX_Query_cuda_support`); `mpi_host` always runs. A group of processes
+ *        also needs a device of its own for each process of a node to use `nccl`.
+ */
+[[nodiscard]] bool transport_available(Transport transport);
+
 /// @brief How a Communicator binds its process to a device and picks its transport.
 struct CommunicatorOptions {
   /// The device of this process. Default: its node-local rank (the rank among the processes of
   /// its node, from `MPI_Comm_split_type` with `MPI_COMM_TYPE_SHARED`) modulo the device count,
   /// so that the ranks of one node spread over its devices.
   std::optional<Device> device = std::nullopt;
-  /// The transport. Default: NCCL when it was built in and the backend is cuda; else MPI from
-  /// device memory when the MPI library is CUDA-aware (`MPIX_Query_cuda_support`); else MPI from
-  /// host memory. The host backend defaults to `mpi_host`; it also emulates `mpi_device` (MPI
-  /// reads and writes the emulated device memory), so that the device path runs without a GPU.
+  /// The transport; every process must ask for the same one. Default: each process's first of
+  /// NCCL (built in, the cuda backend, and no other process of its node on the same device), MPI
+  /// from device memory (a CUDA-aware MPI), MPI from host memory; the processes then take the
+  /// last of their defaults in that order, the one that every process can run. The host backend
+  /// defaults to `mpi_host`; it also emulates `mpi_device` (MPI reads and writes the emulated
+  /// device memory), so that the device path runs without a GPU.
   std::optional<Transport> transport = std::nullopt;
   /// Before each collective and halo exchange, one small all-gather of the ranks' sizes checks
   /// that they match, so that a mismatch is an error on every rank instead of a truncated
@@ -63,8 +91,10 @@ struct CommunicatorOptions {
  * The constructor is collective over `comm`: every process of it must make one. It duplicates
  * `comm` (`MPI_Comm_dup`), so that the library's messages never match the application's, makes
  * the chosen device current on the calling thread, and agrees with the other processes on the
- * transport (every process must use the same one). MPI must be initialized, and still be when the
- * communicator is used; its destructor frees the duplicate unless MPI was finalized already.
+ * transport (every process must use the same one). With `nccl`, it also creates an NCCL
+ * communicator over the same processes (`ncclCommInitRank`, its id broadcast over MPI). MPI must
+ * be initialized, and still be when the communicator is used; its destructor frees the duplicate
+ * unless MPI was finalized already, and destroys the NCCL communicator.
  */
 class Communicator {
  public:
@@ -74,9 +104,11 @@ class Communicator {
    * @param options the device and the transport; defaults as documented in CommunicatorOptions.
    * @throws logic_error when MPI is not initialized or already finalized, when the device is not
    *         one of this process's, when the transport cannot run here (NCCL not built in, or the
-   *         host backend asked for it; `mpi_device` on the cuda backend without a CUDA-aware MPI),
-   *         or when the processes ask for different transports.
+   *         host backend asked for it; `nccl` with two processes of a node on one device;
+   *         `mpi_device` on the cuda backend without a CUDA-aware MPI), or when the processes ask
+   *         for different transports. Every process throws.
    * @throws mpi_error when an MPI call fails.
+   * @throws nccl_error when NCCL cannot create its communicator (on every process).
    */
   explicit Communicator(MPI_Comm comm, CommunicatorOptions options = {});
   ~Communicator();
@@ -104,11 +136,17 @@ class Communicator {
    * @throws logic_error when MPI was finalized, or the communicator was moved from.
    */
   [[nodiscard]] MPI_Comm native() const;
+  /**
+   * @brief The NCCL communicator (an `ncclComm_t`), for your own NCCL calls on this group.
+   * @throws logic_error when the transport is not `nccl`, or the communicator was moved from.
+   */
+  [[nodiscard]] ncclComm* nccl() const;
 
  private:
   void release() noexcept;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
+  ncclComm* nccl_ = nullptr;
   int rank_ = 0;
   int size_ = 0;
   int local_rank_ = 0;

@@ -47,8 +47,12 @@ struct Neighbours {
  *        rank + 1, and receives theirs into its halos.
  *
  * The interior ranges sent are acquired for `read` and the halos for `discard`, on the side the
- * transport uses: with `mpi_host`, device-valid data costs one D2H of each sent range and the
- * device one H2D of each halo when it next reads them; nothing else of the array moves. Each
+ * transport uses: with `nccl` or `mpi_device`, device-valid data moves no byte between host and
+ * device; with `mpi_host`, it costs one D2H of each sent range and the device one H2D of each halo
+ * when it next reads them; nothing else of the array moves. With `nccl`, the messages are one
+ * NCCL group enqueued on `stream`, and the call returns without waiting; with MPI, they are
+ * non-blocking messages waited for together (after the host waited for `stream` with
+ * `mpi_device`). Each
  * message counts once (one per neighbour and direction). Without `periodic`, the outer halos of
  * the first and last ranks are left as they are; with it, rank 0 and the last rank are neighbours
  * (with 2 ranks, each sends the other two messages).
@@ -62,6 +66,7 @@ struct Neighbours {
  *         communicator's size check on, when the ranks' halos differ in bytes (on every rank,
  *         naming the ranks and widths; nothing is acquired).
  * @throws mpi_error when MPI fails.
+ * @throws nccl_error when NCCL fails.
  */
 template <typename T>
 void exchange_halos(SmartArray<T>& a, const Halo& halo, const Communicator& comm,
@@ -84,20 +89,22 @@ void exchange_halos(SmartArray<T>& a, const Halo& halo, const Communicator& comm
     return device ? range.device_view(Access::discard, stream, where).data()
                   : range.host_view(Access::discard, stream, where).data();
   };
+  // Sends go right, then left, and receives come from the left, then the right: NCCL matches the
+  // messages between two ranks in that order (with two periodic ranks, or one, both neighbours
+  // are the same rank), MPI by their tags.
   std::vector<detail::Message> sends;
   std::vector<detail::Message> receives;
-  if (neighbours.left >= 0) sends.push_back({read(w), bytes, neighbours.left, detail::to_left_tag});
   if (neighbours.right >= 0) {
     sends.push_back({read(n - 2 * w), bytes, neighbours.right, detail::to_right_tag});
   }
+  if (neighbours.left >= 0) sends.push_back({read(w), bytes, neighbours.left, detail::to_left_tag});
   if (neighbours.left >= 0) {
     receives.push_back({discard(0), bytes, neighbours.left, detail::to_right_tag});
   }
   if (neighbours.right >= 0) {
     receives.push_back({discard(n - w), bytes, neighbours.right, detail::to_left_tag});
   }
-  if (device) detail::wait_for_stream(stream);
-  detail::exchange(receives, sends, comm);
+  detail::exchange(receives, sends, comm, stream);
   for (const detail::Message& message : sends) {
     smartarray::detail::ArrayMessages::sent(a, bytes, message.peer, "halo", where);
   }

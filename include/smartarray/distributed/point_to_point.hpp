@@ -3,18 +3,28 @@
  * @brief `dist::send` and `dist::recv` of whole arrays and slices between two processes.
  *
  * A send acquires `read` of exactly its range on the side the transport reads: the host copy for
- * `mpi_host` (after one counted D2H of the bytes the host lacks), device memory for `mpi_device`
- * (after one counted H2D of the bytes the device lacks). A receive acquires `discard` of exactly
+ * `mpi_host` (after one counted D2H of the bytes the host lacks), device memory for `nccl` and
+ * `mpi_device` (after one counted H2D of the bytes the device lacks). A receive acquires `discard` of exactly
  * its range on the side the transport writes, which marks that range stale on the other side;
  * nothing else of the array moves. Each call is one message, counted once on each side
  * (`TransferStats::sent_count`, `received_count`) and traced ("SEND 4096 B to rank 1 (send)").
  *
- * Both calls return when the message has left or arrived: a send of device memory first waits
- * for the work queued on `stream` before it (the array's pending writers are ordered there), and
- * a receive into device memory waits for the work before it on `stream` (the range's pending
- * readers), so that MPI never overtakes the stream. The sizes must match: a receive probes the
- * message first, and one of another size is received into scratch memory and reported, so that
- * neither process waits forever and the array keeps its contents.
+ * Ordering. With `nccl`, both calls are enqueued on `stream` behind the work queued there before
+ * them (the array's pending writers and readers are ordered there, as for a kernel) and return
+ * without waiting; the message completes in stream order, and what follows on `stream` sees it.
+ * With MPI, both return when the message has left or arrived: from or into device memory
+ * (`mpi_device`), they first make the host wait for the work queued on `stream`, so that MPI never
+ * overtakes the stream. Pair sends and receives as for blocking `MPI_Send` and `MPI_Recv`: a send
+ * may wait until its receive is posted.
+ *
+ * Sizes and tags. With MPI, a receive probes the message first; one of another size is received
+ * into scratch memory and reported, so that neither process waits forever and the array keeps
+ * its contents. NCCL has no tags and no probe: between two ranks its messages are received in the
+ * order they were sent. With the communicator's size check on, a send over `nccl` first announces
+ * its bytes and tag to the receiver over MPI and waits for its answer (one round trip), and both
+ * processes throw when the receive's bytes or tag differ, before anything is acquired or sent.
+ * Without the check, a receive of another size, or one that expects another message, is
+ * undefined: NCCL may truncate or wait forever.
  */
 #pragma once
 
@@ -36,20 +46,25 @@ inline constexpr int default_tag = 0;
 /// Throws logic_error, before any MPI call, when `peer` is not another rank of `comm` or `tag`
 /// is not a valid MPI tag: `what` names the call, and the message the rank, tag and size.
 void check_peer(const char* what, int peer, int tag, const Communicator& comm);
-/// Throws logic_error when a message of `bytes` bytes does not fit MPI's int count.
-void check_message_bytes(const char* what, std::size_t bytes);
-/// MPI_Send of `bytes` bytes at `data` (host memory, or device memory for `mpi_device`).
-void send_bytes(const void* data, std::size_t bytes, int dest, int tag, const Communicator& comm);
-/// The size in bytes of the next message from `source` with `tag` (MPI_Probe).
-[[nodiscard]] std::size_t probe_bytes(int source, int tag, const Communicator& comm);
-/// Receives the probed message of `bytes` bytes into scratch memory, then throws logic_error
-/// naming it and the `expected` bytes of the receiving range (`elements` of `element_bytes`).
-[[noreturn]] void reject_message(std::size_t bytes, int source, int tag, std::size_t elements,
-                                 std::size_t element_bytes, const Communicator& comm);
-/// MPI_Recv of `bytes` bytes into `data`.
-void recv_bytes(void* data, std::size_t bytes, int source, int tag, const Communicator& comm);
-/// Makes the host wait for the work queued on `stream` so far (counted as a wait).
-void wait_for_stream(StreamRef stream);
+/// Throws logic_error when a message of `bytes` bytes does not fit MPI's int count (MPI
+/// transports only).
+void check_message_bytes(const char* what, std::size_t bytes, const Communicator& comm);
+/// Before a send is acquired. With `nccl` and the size check on, the sender announces the bytes
+/// and tag to `dest` (MPI) and waits for its answer; both throw logic_error when they differ
+/// from the receive's. MPI transports have nothing to do: their receiver probes.
+void announce_send(std::size_t bytes, int dest, int tag, const Communicator& comm);
+/// Before a receive is acquired: the next message from `source` with `tag` has the `elements` of
+/// `element_bytes` of the receiving range, else it is dropped (MPI: received into scratch memory)
+/// or refused (nccl with the size check: the sender throws too), and this throws logic_error.
+void expect_message(std::size_t elements, std::size_t element_bytes, int source, int tag,
+                    const Communicator& comm);
+/// The message itself, from host memory (`mpi_host`) or device memory: NCCL enqueues it on
+/// `stream`; MPI from device memory first waits for `stream`, so that MPI reads the data that the
+/// work queued before wrote, and writes nothing that work still reads.
+void send_bytes(const void* data, std::size_t bytes, int dest, int tag, const Communicator& comm,
+                StreamRef stream);
+void recv_bytes(void* data, std::size_t bytes, int source, int tag, const Communicator& comm,
+                StreamRef stream);
 }  // namespace detail
 
 /**
@@ -61,9 +76,11 @@ void wait_for_stream(StreamRef stream);
  * @param stream the stream that orders the device side (default: the default stream).
  * @param where the caller's source location, for the trace.
  * @throws logic_error naming the rank, tag or bytes when `dest` is not another rank of `comm`,
- *         the tag is out of range or the message is larger than MPI's int count of bytes;
- *         nothing is acquired or sent.
+ *         the tag is out of range or the message is larger than MPI's int count of bytes, or
+ *         (nccl, size check on) when the receive expects other bytes or another tag; nothing is
+ *         acquired or sent.
  * @throws mpi_error when MPI fails.
+ * @throws nccl_error when NCCL fails.
  */
 template <typename T>
 void send(const Slice<T>& s, int dest, int tag, const Communicator& comm, StreamRef stream = {},
@@ -72,15 +89,12 @@ void send(const Slice<T>& s, int dest, int tag, const Communicator& comm, Stream
   const Slice<const Value> range(s);
   const std::size_t bytes = range.size() * sizeof(Value);
   detail::check_peer("send", dest, tag, comm);
-  detail::check_message_bytes("send", bytes);
-  const void* data = nullptr;
-  if (comm.transport() == Transport::mpi_host) {
-    data = range.host_view(stream, where).data();
-  } else {
-    data = range.device_view(stream, where).data();
-    detail::wait_for_stream(stream);
-  }
-  detail::send_bytes(data, bytes, dest, tag, comm);
+  detail::check_message_bytes("send", bytes, comm);
+  detail::announce_send(bytes, dest, tag, comm);
+  const void* data = comm.transport() == Transport::mpi_host
+                         ? static_cast<const void*>(range.host_view(stream, where).data())
+                         : static_cast<const void*>(range.device_view(stream, where).data());
+  detail::send_bytes(data, bytes, dest, tag, comm, stream);
   smartarray::detail::ArrayMessages::sent(range.array(), bytes, dest, "send", where);
 }
 /// @brief send() with tag 0.
@@ -107,8 +121,10 @@ void send(const SmartArray<T>& a, int dest, const Communicator& comm, StreamRef 
  * @param where the caller's source location, for the trace.
  * @throws logic_error naming the rank, tag or bytes when `source` is not another rank of `comm`
  *         or the tag is out of range (nothing is received), or when the message's size differs
- *         from the slice's (the message is received and dropped; the array keeps its contents).
+ *         from the slice's (MPI: the message is received and dropped; nccl with the size check:
+ *         it is refused, and its send throws too; the array keeps its contents either way).
  * @throws mpi_error when MPI fails.
+ * @throws nccl_error when NCCL fails.
  */
 template <typename T>
 void recv(const Slice<T>& s, int source, int tag, const Communicator& comm, StreamRef stream = {},
@@ -119,19 +135,12 @@ void recv(const Slice<T>& s, int source, int tag, const Communicator& comm, Stre
   if constexpr (!std::is_const_v<T>) {
     const std::size_t bytes = s.size() * sizeof(T);
     detail::check_peer("recv", source, tag, comm);
-    detail::check_message_bytes("recv", bytes);
-    const std::size_t incoming = detail::probe_bytes(source, tag, comm);
-    if (incoming != bytes) {
-      detail::reject_message(incoming, source, tag, s.size(), sizeof(T), comm);
-    }
-    void* data = nullptr;
-    if (comm.transport() == Transport::mpi_host) {
-      data = s.host_view(Access::discard, stream, where).data();
-    } else {
-      data = s.device_view(Access::discard, stream, where).data();
-      detail::wait_for_stream(stream);
-    }
-    detail::recv_bytes(data, bytes, source, tag, comm);
+    detail::check_message_bytes("recv", bytes, comm);
+    detail::expect_message(s.size(), sizeof(T), source, tag, comm);
+    void* data = comm.transport() == Transport::mpi_host
+                     ? static_cast<void*>(s.host_view(Access::discard, stream, where).data())
+                     : static_cast<void*>(s.device_view(Access::discard, stream, where).data());
+    detail::recv_bytes(data, bytes, source, tag, comm, stream);
     smartarray::detail::ArrayMessages::received(s.array(), bytes, source, "recv", where);
   }
 }

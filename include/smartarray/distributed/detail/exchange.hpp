@@ -1,11 +1,13 @@
 /**
  * @file distributed/detail/exchange.hpp
- * @brief Private: the non-blocking messages of one exchange (a halo exchange), started together
- *        and waited for together, so that no order of the ranks' calls can deadlock.
+ * @brief Private: the messages of one exchange (a halo exchange), posted together (NCCL's group,
+ *        or MPI's non-blocking messages waited for together), so that no order of the ranks' calls
+ *        can deadlock.
  */
 #pragma once
 
 #include <smartarray/distributed/communicator.hpp>
+#include <smartarray/runtime/stream.hpp>
 
 #include <cstddef>
 #include <vector>
@@ -20,10 +22,12 @@ struct Message {
   int tag;
 };
 
-/// Starts every receive, then every send, and waits for all of them (MPI_Irecv, MPI_Isend,
-/// MPI_Waitall). On a failure it still waits for the ones started, then throws mpi_error.
+/// Every receive and send of an exchange. With nccl, one NCCL group on `stream`. With MPI, it
+/// starts every receive, then every send, and waits for all of them (MPI_Irecv, MPI_Isend,
+/// MPI_Waitall), after the host waited for `stream` with `mpi_device`; on a failure it still
+/// waits for the ones started, then throws mpi_error.
 void exchange(const std::vector<Message>& receives, const std::vector<Message>& sends,
-              const Communicator& comm);
+              const Communicator& comm, StreamRef stream);
 
 /// Every rank's `values` (the same count on each), gathered in rank order (MPI_Allgather): the
 /// handshake that checks sizes across ranks before an exchange or a collective.

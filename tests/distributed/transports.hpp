@@ -1,0 +1,18 @@
+// The transports the distributed tests run over in this process.
+#pragma once
+
+#include <smartarray/distributed/communicator.hpp>
+
+#include <vector>
+
+namespace smartarray::test {
+
+/// `mpi_host`, then `mpi_device` where it runs (the host backend emulates it; on the cuda backend
+/// it needs a CUDA-aware MPI), then `nccl` where it runs (the cuda backend, a build with NCCL, and
+/// no more processes on this node than devices). Collective over MPI_COMM_WORLD.
+[[nodiscard]] std::vector<dist::Transport> test_transports();
+
+/// test_transports() without `mpi_host`: the transports that read and write device memory.
+[[nodiscard]] std::vector<dist::Transport> device_transports();
+
+}  // namespace smartarray::test
