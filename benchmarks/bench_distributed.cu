@@ -8,7 +8,8 @@
 //   kernel. items_per_second is lattice updates per second.
 // - all_reduce: dist::all_reduce of a device-valid array against a bare ncclAllReduce, at 4 MiB,
 //   64 MiB and 1 GiB; bus_GBps is NCCL's bus bandwidth, 2 (n - 1) / n bytes per second.
-// - halo: dist::exchange_halos of one row against grouped ncclSend/ncclRecv of the same rows.
+// - halo: dist::exchange_halos of one row against grouped ncclSend/ncclRecv of the same rows, with
+//   the communicator's size handshake (the default) and without it.
 // Every contender runs the same fixed iterations on every rank, so that the ranks stay in step;
 // repetitions alternate the contenders (ABAB), and rank 0 prints each pair's median ratio at the
 // end. Only rank 0 reports.
@@ -253,6 +254,7 @@ void smart_all_reduce(benchmark::State& state, const dist::Communicator& comm, s
   sa::SmartArray<float> a(bytes / sizeof(float), 1.0F);
   sa::Stream stream;
   (void)a.device_view(sa::Access::read_write, stream);  // device-valid
+  stream.synchronize();
   const sa::TransferStats before = sa::global_transfer_stats();
   for (auto _ : state) {
     for (int i = 0; i < collective_ops; ++i) dist::all_reduce(a, dist::Op::max, comm, stream);
@@ -289,6 +291,7 @@ void smart_halo(benchmark::State& state, const dist::Communicator& comm) {
   sa::SmartArray<float> a(initial_block(nx, 8));
   sa::Stream stream;
   (void)a.device_view(sa::Access::read_write, stream);
+  stream.synchronize();
   const sa::TransferStats before = sa::global_transfer_stats();
   for (auto _ : state) {
     for (int i = 0; i < halo_exchanges; ++i) {
@@ -333,7 +336,7 @@ void hand_halo(benchmark::State& state) {
 
 /// Registers each pair's contenders alternately, `options.reps` times each, with fixed
 /// iterations: every rank runs the same calls in the same order.
-void register_benchmarks(const dist::Communicator& comm) {
+void register_benchmarks(const dist::Communicator& comm, const dist::Communicator& unchecked) {
   const auto add = [](const std::string& name, auto fn, int iterations) {
     benchmark::RegisterBenchmark(name.c_str(), fn)
         ->Iterations(iterations)
@@ -363,6 +366,8 @@ void register_benchmarks(const dist::Communicator& comm) {
   for (int rep = 0; rep < options.reps; ++rep) {
     add("halo/smartarray" + gpus, [&comm](benchmark::State& s) { smart_halo(s, comm); }, 10);
     add("halo/nccl" + gpus, [](benchmark::State& s) { hand_halo(s); }, 10);
+    add("halo/smartarray_unchecked" + gpus,
+        [&unchecked](benchmark::State& s) { smart_halo(s, unchecked); }, 10);
   }
 }
 
@@ -378,6 +383,8 @@ class Collector : public benchmark::ConsoleReporter {
                                                static_cast<double>(run.iterations));
       const auto bus = run.counters.find("bus_GBps");
       if (bus != run.counters.end()) bus_[run.benchmark_name()].push_back(bus->second.value);
+      const auto rate = run.counters.find("items_per_second");
+      if (rate != run.counters.end()) rate_[run.benchmark_name()].push_back(rate->second.value);
       const auto residual = run.counters.find("residual");
       if (residual != run.counters.end()) residual_[run.benchmark_name()] = residual->second.value;
     }
@@ -388,7 +395,8 @@ class Collector : public benchmark::ConsoleReporter {
     for (const auto& [name, values] : seconds_) {
       const std::size_t at = name.find("/smartarray");
       if (at == std::string::npos) continue;
-      const std::string other = name.substr(0, at) + "/nccl" + name.substr(at + 11);
+      const std::size_t end = name.find('/', at + 1);
+      const std::string other = name.substr(0, at) + "/nccl" + name.substr(end);
       const auto hand = seconds_.find(other);
       if (hand == seconds_.end()) continue;
       std::printf("  %-44s time ratio %.3f", name.c_str(), median(values) / median(hand->second));
@@ -397,6 +405,12 @@ class Collector : public benchmark::ConsoleReporter {
       if (bus != bus_.end() && hand_bus != bus_.end()) {
         std::printf("  bus bandwidth %.1f / %.1f GB/s = %.1f%%", median(bus->second),
                     median(hand_bus->second), 100.0 * median(bus->second) / median(hand_bus->second));
+      }
+      const auto rate = rate_.find(name);
+      const auto hand_rate = rate_.find(other);
+      if (rate != rate_.end() && hand_rate != rate_.end()) {
+        std::printf("  lattice updates %.3e / %.3e per s", median(rate->second),
+                    median(hand_rate->second));
       }
       const auto residual = residual_.find(name);
       const auto hand_residual = residual_.find(other);
@@ -414,6 +428,7 @@ class Collector : public benchmark::ConsoleReporter {
   }
   std::map<std::string, std::vector<double>> seconds_;
   std::map<std::string, std::vector<double>> bus_;
+  std::map<std::string, std::vector<double>> rate_;
   std::map<std::string, double> residual_;
 };
 
@@ -466,7 +481,10 @@ int main(int argc, char** argv) {
     } else if (!sa::bench::initialize(args)) {
       status = 1;
     } else {
-      register_benchmarks(comm);
+      // The same processes without the size handshake (CommunicatorOptions::check_sizes off, which
+      // a release build honours), to show what the handshake costs.
+      const dist::Communicator unchecked(MPI_COMM_WORLD, {.check_sizes = false});
+      register_benchmarks(comm, unchecked);
       sa::bench::add_provenance();
       benchmark::AddCustomContext("ranks", std::to_string(ranks));
       benchmark::AddCustomContext("transport", dist::to_string(comm.transport()));

@@ -208,10 +208,12 @@ if has tests; then
     -LE distributed > "${out}/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed" "${out}/ctest.log" | sed 's/^/ctest (examples, latency, compile-fail, two emulated devices): /' |
     tee -a "${out}/summary.txt"
-  # The distributed layer's tests and example under mpirun, one at a time (the cuda ones use every
-  # GPU): host and cuda backends, 1, 2 and 4 ranks, NCCL's socket transport.
+  # The distributed layer's tests and example under mpirun (each test holds as many of the 16 slots
+  # as it has ranks; the cuda ones share the GPUs): host and cuda backends, 1, 2 and 4 ranks, NCCL's
+  # socket transport.
   if grep -q "SMARTARRAY_WITH_MPI:BOOL=ON" "${build}/CMakeCache.txt"; then
-    ctest --test-dir "${build}" --output-on-failure -L distributed > "${out}/ctest_distributed.log" 2>&1 ||
+    ctest --test-dir "${build}" --output-on-failure -j 16 -L distributed \
+      > "${out}/ctest_distributed.log" 2>&1 ||
       status=1
     grep -E "tests passed|tests failed" "${out}/ctest_distributed.log" |
       sed "s/^/ctest distributed (mpirun; ${visible} of ${gpus} GPU(s)): /" | tee -a "${out}/summary.txt"

@@ -108,7 +108,12 @@ TEST(Collectives, AllGatherAndReduceScatterPutEachRanksBlockInPlace) {
   const SmartArray<std::int64_t> mine(input(comm.rank(), block, salt));
   SmartArray<std::int64_t> gathered(ranks * block, std::int64_t{99});
   {
-    sa::ExpectTransfers on_in(mine.counters(), {.sent = 1, .sent_bytes = block * 8});
+    // Host-valid: a device transport uploads this rank's block first.
+    const bool host = comm.transport() == dist::Transport::mpi_host;
+    sa::ExpectTransfers on_in(mine.counters(), {.h2d = host ? 0U : 1U,
+                                                .h2d_bytes = host ? 0U : block * 8,
+                                                .sent = 1,
+                                                .sent_bytes = block * 8});
     sa::ExpectTransfers on_out(gathered.counters(),
                                {.received = 1, .received_bytes = ranks * block * 8});
     dist::all_gather(mine, gathered, comm);
