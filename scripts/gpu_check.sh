@@ -211,7 +211,7 @@ if has tests; then
   # The distributed layer's tests and example under mpirun (each test holds as many of the 16 slots
   # as it has ranks; the cuda ones share the GPUs): host and cuda backends, 1, 2 and 4 ranks, NCCL's
   # socket transport.
-  if grep -q "SMARTARRAY_WITH_MPI:BOOL=ON" "${build}/CMakeCache.txt"; then
+  if grep -qE "SMARTARRAY_WITH_MPI:BOOL=(ON|TRUE|1)$" "${build}/CMakeCache.txt"; then
     ctest --test-dir "${build}" --output-on-failure -j 16 -L distributed \
       > "${out}/ctest_distributed.log" 2>&1 ||
       status=1
