@@ -5,7 +5,8 @@
 //   models (nccl_overlap). The hand-written one computes its boundary rows and exchanges them on
 //   one stream while the interior computes on another; the smartarray one runs on one stream (two
 //   writers of one array on two streams are ordered one after the other). Both run the same
-//   kernel. items_per_second is lattice updates per second.
+//   kernel. Two more contenders tell the costs apart: the hand-written one on one stream, and the
+//   smartarray one without the size handshake. items_per_second is lattice updates per second.
 // - all_reduce: dist::all_reduce of a device-valid array against a bare ncclAllReduce, at 4 MiB,
 //   64 MiB and 1 GiB; bus_GBps is NCCL's bus bandwidth, 2 (n - 1) / n bytes per second.
 // - halo: dist::exchange_halos of one row against grouped ncclSend/ncclRecv of the same rows, with
@@ -152,8 +153,10 @@ struct SmartJacobi {
 };
 
 /// The hand-written solver, in the style of NVIDIA's nccl_overlap: the boundary rows and their
-/// exchange on one stream, the interior on another, the norm on the host every step.
+/// exchange on one stream, the interior on another, the norm on the host every step. Without
+/// `overlap`, everything runs on one stream, as the smartarray solver does.
 struct HandJacobi {
+  bool overlap;
   std::size_t nx;
   int rows;
   float* a = nullptr;
@@ -163,7 +166,8 @@ struct HandJacobi {
   cudaStream_t compute = nullptr, push = nullptr;
   cudaEvent_t reset_done = nullptr, push_done = nullptr;
 
-  HandJacobi(std::size_t columns, int block_rows) : nx(columns), rows(block_rows) {
+  HandJacobi(bool overlapped, std::size_t columns, int block_rows)
+      : overlap(overlapped), nx(columns), rows(block_rows) {
     const std::vector<float> start = initial_block(nx, static_cast<std::size_t>(rows));
     const std::size_t bytes = start.size() * sizeof(float);
     CHECK(cudaMalloc(&a, bytes));
@@ -173,15 +177,19 @@ struct HandJacobi {
     CHECK(cudaMemcpy(a, start.data(), bytes, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(a_new, start.data(), bytes, cudaMemcpyHostToDevice));
     CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
-    CHECK(cudaStreamCreateWithFlags(&push, cudaStreamNonBlocking));
+    if (overlap) {
+      CHECK(cudaStreamCreateWithFlags(&push, cudaStreamNonBlocking));
+    } else {
+      push = compute;
+    }
     CHECK(cudaEventCreateWithFlags(&reset_done, cudaEventDisableTiming));
     CHECK(cudaEventCreateWithFlags(&push_done, cudaEventDisableTiming));
   }
   ~HandJacobi() {
     cudaEventDestroy(reset_done);
     cudaEventDestroy(push_done);
+    if (push != compute) cudaStreamDestroy(push);
     cudaStreamDestroy(compute);
-    cudaStreamDestroy(push);
     cudaFreeHost(norm_host);
     cudaFree(norm);
     cudaFree(a_new);
@@ -348,7 +356,12 @@ void register_benchmarks(const dist::Communicator& comm, const dist::Communicato
     add("jacobi/smartarray" + gpus, [&comm](benchmark::State& s) {
       run_jacobi<SmartJacobi>(s, comm);
     }, 1);
-    add("jacobi/nccl" + gpus, [](benchmark::State& s) { run_jacobi<HandJacobi>(s); }, 1);
+    add("jacobi/nccl" + gpus, [](benchmark::State& s) { run_jacobi<HandJacobi>(s, true); }, 1);
+    add("jacobi/nccl_one_stream" + gpus,
+        [](benchmark::State& s) { run_jacobi<HandJacobi>(s, false); }, 1);
+    add("jacobi/smartarray_unchecked" + gpus, [&unchecked](benchmark::State& s) {
+      run_jacobi<SmartJacobi>(s, unchecked);
+    }, 1);
   }
   if (ranks < 2) return;
   for (const std::size_t mib : {4, 64, 1024}) {
@@ -389,13 +402,14 @@ class Collector : public benchmark::ConsoleReporter {
       if (residual != run.counters.end()) residual_[run.benchmark_name()] = residual->second.value;
     }
   }
+  /// Each contender against the hand-written NCCL code of its pair ("<pair>/nccl/...").
   void print_ratios() const {
-    std::printf("\nMedians of %d alternated repetitions, smartarray against hand-written NCCL:\n",
+    std::printf("\nMedians of %d alternated repetitions, each contender against hand-written NCCL:\n",
                 options.reps);
     for (const auto& [name, values] : seconds_) {
-      const std::size_t at = name.find("/smartarray");
-      if (at == std::string::npos) continue;
+      const std::size_t at = name.find('/');
       const std::size_t end = name.find('/', at + 1);
+      if (name.compare(at, end - at, "/nccl") == 0) continue;
       const std::string other = name.substr(0, at) + "/nccl" + name.substr(end);
       const auto hand = seconds_.find(other);
       if (hand == seconds_.end()) continue;
