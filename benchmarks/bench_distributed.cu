@@ -366,7 +366,7 @@ void register_benchmarks(const dist::Communicator& comm, const dist::Communicato
   if (ranks < 2) return;
   for (const std::size_t mib : {4, 64, 1024}) {
     const std::size_t bytes = mib << 20;
-    const int iterations = mib >= 1024 ? 2 : 10;
+    const int iterations = mib >= 1024 ? 5 : 10;
     const std::string size = "/MiB:" + std::to_string(mib) + gpus;
     for (int rep = 0; rep < options.reps; ++rep) {
       add("all_reduce/smartarray" + size, [&comm, bytes](benchmark::State& s) {
