@@ -5,9 +5,7 @@
 #include <smartarray/error.hpp>
 #include <smartarray/runtime/runtime.hpp>
 
-#if SMARTARRAY_DIST_NCCL
-#include "distributed/nccl.hpp"
-#endif
+#include "distributed/with_nccl.hpp"
 
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>

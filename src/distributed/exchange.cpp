@@ -5,9 +5,7 @@
 
 #include <smartarray/runtime/detail/runtime.hpp>
 
-#if SMARTARRAY_DIST_NCCL
-#include "distributed/nccl.hpp"
-#endif
+#include "distributed/with_nccl.hpp"
 
 #include <climits>
 #include <vector>

@@ -1,12 +1,14 @@
 // The nccl transport (src/distributed/nccl.hpp): the NCCL communicator, and each transfer as NCCL
 // calls on the caller's stream.
+// The CUDA runtime first: StreamRef has its cudaStream_t conversion only after it (stream.hpp).
+#include <cuda_runtime.h>
+
 #include "distributed/nccl.hpp"
 
 #include <smartarray/distributed/detail/mpi_check.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/runtime/stream.hpp>
 
-#include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <string>
