@@ -119,8 +119,10 @@ def _init_empty(out, shape, dtype, order, mode, **kw):
 def transfer_stats():
     """The process-wide transfer counters (a dict: h2d_count, h2d_bytes, d2h_count, d2h_bytes,
     d2d_count, d2d_bytes, d2d_peer_count, d2d_peer_bytes, staged_count, staged_bytes,
-    prefetch_*, allocation_*, wait_count): a peer copy (device to device across devices) counts as
-    d2d_peer, a read across devices without peer access as one D2H, one H2D and one staged."""
+    prefetch_*, allocation_*, sent_*, received_*, wait_count): a peer copy (device to device
+    across devices) counts as d2d_peer, a read across devices without peer access as one D2H, one
+    H2D and one staged; sent_* and received_* count the messages of the C++ distributed layer
+    (docs/distributed.md) in this process."""
     return _ext._global_transfer_stats()
 
 

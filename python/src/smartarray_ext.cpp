@@ -78,6 +78,8 @@ nb::dict stats_dict(const sa::TransferStats& s) {
   d["allocation_count"] = s.allocation_count; d["allocation_bytes"] = s.allocation_bytes;
   d["d2d_peer_count"] = s.d2d_peer_count; d["d2d_peer_bytes"] = s.d2d_peer_bytes;
   d["staged_count"] = s.staged_count; d["staged_bytes"] = s.staged_bytes;
+  d["sent_count"] = s.sent_count; d["sent_bytes"] = s.sent_bytes;
+  d["received_count"] = s.received_count; d["received_bytes"] = s.received_bytes;
   d["wait_count"] = s.wait_count;
   return d;
 }

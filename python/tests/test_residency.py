@@ -222,3 +222,14 @@ def test_streams_are_accepted():
     a = sa.SmartArray(np.ones(3), stream=CupyLike())
     a.copy_to_host(stream=TorchLike())
     sa.synchronize(NumbaLike())
+
+
+def test_the_counters_name_every_kind_of_transfer_and_messages_stay_zero_without_mpi():
+    a = sa.SmartArray(random_array((64,), np.float64))
+    a.gpu()
+    for stats in (sa.transfer_stats(), a.transfer_stats()):
+        for key in ("sent_count", "sent_bytes", "received_count", "received_bytes"):
+            assert key in stats
+    mine = a.transfer_stats()
+    assert (mine["sent_count"], mine["received_count"]) == (0, 0)
+    assert mine["h2d_count"] == 1
