@@ -100,10 +100,10 @@ Transport choose_transport(const std::optional<Transport>& asked, bool shares_de
     if (!why.empty()) throw logic_error(smartarray::detail::concat("Communicator: ", why));
     return *asked;
   }
+  // The host backend emulates mpi_device only when asked for it.
+  if (backend() == BackendKind::host) return Transport::mpi_host;
   for (const Transport transport : {Transport::nccl, Transport::mpi_device}) {
-    if (backend() != BackendKind::host && cannot_run(transport, shares_device).empty()) {
-      return transport;
-    }
+    if (cannot_run(transport, shares_device).empty()) return transport;
   }
   return Transport::mpi_host;
 }
