@@ -4,9 +4,8 @@
 #include <smartarray/distributed/detail/mpi_check.hpp>
 #include <smartarray/error.hpp>
 
-#include <smartarray/runtime/detail/runtime.hpp>
 
-#include "distributed/with_nccl.hpp"
+#include "distributed/transport.hpp"
 
 #include <climits>
 #include <vector>
@@ -34,13 +33,6 @@ MPI_Op mpi_op(Op op) {
   }
   throw logic_error(smartarray::detail::concat("dist::Op ", static_cast<int>(op),
                                                " is not an operation"));
-}
-
-/// True for the nccl transport; MPI from device memory first waits for `stream`.
-bool enqueued(const Communicator& comm, StreamRef stream) {
-  if (comm.transport() == Transport::nccl) return true;
-  if (comm.transport() == Transport::mpi_device) smartarray::detail::host_wait_stream(stream);
-  return false;
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <smartarray/error.hpp>
 #include <smartarray/runtime/runtime.hpp>
 
-#include "distributed/with_nccl.hpp"
+#include "distributed/transport.hpp"
 
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>

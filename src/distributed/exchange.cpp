@@ -3,9 +3,8 @@
 #include <smartarray/distributed/detail/exchange.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
 
-#include <smartarray/runtime/detail/runtime.hpp>
 
-#include "distributed/with_nccl.hpp"
+#include "distributed/transport.hpp"
 
 #include <climits>
 #include <vector>
@@ -14,13 +13,12 @@ namespace smartarray::dist::detail {
 
 void exchange(const std::vector<Message>& receives, const std::vector<Message>& sends,
               const Communicator& comm, StreamRef stream) {
-  if (comm.transport() == Transport::nccl) {
+  if (enqueued(comm, stream)) {
 #if SMARTARRAY_DIST_NCCL
     nccl_exchange(receives, sends, comm, stream);
 #endif
     return;
   }
-  if (comm.transport() == Transport::mpi_device) smartarray::detail::host_wait_stream(stream);
   const MPI_Comm native = comm.native();
   std::vector<MPI_Request> requests;
   requests.reserve(receives.size() + sends.size());

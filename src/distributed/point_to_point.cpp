@@ -3,9 +3,8 @@
 #include <smartarray/distributed/point_to_point.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
 #include <smartarray/error.hpp>
-#include <smartarray/runtime/detail/runtime.hpp>
 
-#include "distributed/with_nccl.hpp"
+#include "distributed/transport.hpp"
 
 #include <climits>
 #include <memory>
@@ -92,17 +91,11 @@ void expect_message(std::size_t elements, std::size_t element_bytes, int source,
 
 void send_bytes(const void* data, std::size_t bytes, int dest, int tag, const Communicator& comm,
                 StreamRef stream) {
-  switch (comm.transport()) {
-    case Transport::nccl:
+  if (enqueued(comm, stream)) {
 #if SMARTARRAY_DIST_NCCL
-      nccl_send(data, bytes, dest, comm, stream);
+    nccl_send(data, bytes, dest, comm, stream);
 #endif
-      return;
-    case Transport::mpi_device:
-      smartarray::detail::host_wait_stream(stream);
-      break;
-    case Transport::mpi_host:
-      break;
+    return;
   }
   SMARTARRAY_MPI_CHECK(
       MPI_Send(data, static_cast<int>(bytes), MPI_BYTE, dest, tag, comm.native()));
@@ -110,17 +103,11 @@ void send_bytes(const void* data, std::size_t bytes, int dest, int tag, const Co
 
 void recv_bytes(void* data, std::size_t bytes, int source, int tag, const Communicator& comm,
                 StreamRef stream) {
-  switch (comm.transport()) {
-    case Transport::nccl:
+  if (enqueued(comm, stream)) {
 #if SMARTARRAY_DIST_NCCL
-      nccl_recv(data, bytes, source, comm, stream);
+    nccl_recv(data, bytes, source, comm, stream);
 #endif
-      return;
-    case Transport::mpi_device:
-      smartarray::detail::host_wait_stream(stream);
-      break;
-    case Transport::mpi_host:
-      break;
+    return;
   }
   SMARTARRAY_MPI_CHECK(MPI_Recv(data, static_cast<int>(bytes), MPI_BYTE, source, tag,
                                 comm.native(), MPI_STATUS_IGNORE));

@@ -2,7 +2,7 @@
 // from every rank's known inputs, one counted message each way per call, the side each
 // transport acquires, and sizes that differ between ranks.
 #include "support/test_support.hpp"
-#include "transports.hpp"
+#include "distributed_support.hpp"
 
 #include <smartarray/distributed.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
@@ -22,11 +22,7 @@ using sa::Side;
 using sa::SmartArray;
 
 namespace {
-std::uint32_t shared_salt() {
-  std::uint32_t salt = sa::test::random_value<std::uint32_t>();
-  SMARTARRAY_MPI_CHECK(MPI_Bcast(&salt, 1, MPI_UINT32_T, 0, MPI_COMM_WORLD));
-  return salt;
-}
+using sa::test::shared_salt;
 /// Element i of rank `rank`'s input: small integers, so that sums and products are exact.
 std::int64_t value(int rank, std::size_t i, std::uint32_t salt) {
   return static_cast<std::int64_t>((salt + 7 * static_cast<std::uint32_t>(rank) +

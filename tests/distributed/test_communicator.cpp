@@ -1,7 +1,7 @@
 // dist::Communicator: ranks, node-local ranks and devices, the transport every rank agrees on,
 // and errors that every rank sees (no rank is left waiting).
 #include "support/test_support.hpp"
-#include "transports.hpp"
+#include "distributed_support.hpp"
 
 #include <smartarray/distributed.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>

@@ -5,7 +5,7 @@
 // broadcasts. After each operation that touches this rank's array, the array's host copy must
 // equal the model's. SMARTARRAY_DIST_PROPERTY_OPS and SMARTARRAY_DIST_PROPERTY_SEED set the run.
 #include "support/test_support.hpp"
-#include "transports.hpp"
+#include "distributed_support.hpp"
 
 #include <smartarray/distributed.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>

@@ -2,7 +2,7 @@
 // depend on the rank and position, so that a swapped direction or an off-by-one is caught), with
 // exact counts for host- and device-valid data, periodic or not, and bad widths.
 #include "support/test_support.hpp"
-#include "transports.hpp"
+#include "distributed_support.hpp"
 
 #include <smartarray/distributed.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
@@ -21,11 +21,7 @@ using sa::Side;
 using sa::SmartArray;
 
 namespace {
-std::uint32_t shared_salt() {
-  std::uint32_t salt = sa::test::random_value<std::uint32_t>();
-  SMARTARRAY_MPI_CHECK(MPI_Bcast(&salt, 1, MPI_UINT32_T, 0, MPI_COMM_WORLD));
-  return salt;
-}
+using sa::test::shared_salt;
 double value(int rank, std::size_t i, std::uint32_t salt) {
   return static_cast<double>(salt % 100003) + 1000.0 * (rank + 1) + 0.25 * static_cast<double>(i);
 }

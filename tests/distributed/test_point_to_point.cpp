@@ -2,7 +2,7 @@
 // exact counts of copies and messages on each side for host- and device-valid data, tags, and bad
 // input that throws before any MPI call or drops a message of the wrong size.
 #include "support/test_support.hpp"
-#include "transports.hpp"
+#include "distributed_support.hpp"
 
 #include <smartarray/distributed.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
@@ -21,13 +21,7 @@ using sa::Side;
 using sa::SmartArray;
 
 namespace {
-/// A random value drawn by rank 0 and shared with every rank, so that each rank knows what the
-/// others send.
-std::uint32_t shared_salt() {
-  std::uint32_t salt = sa::test::random_value<std::uint32_t>();
-  SMARTARRAY_MPI_CHECK(MPI_Bcast(&salt, 1, MPI_UINT32_T, 0, MPI_COMM_WORLD));
-  return salt;
-}
+using sa::test::shared_salt;
 /// Element `i` of rank `rank`'s array.
 std::int32_t value(int rank, std::size_t i, std::uint32_t salt) {
   return static_cast<std::int32_t>(salt + static_cast<std::uint32_t>(rank + 1) * 2654435761U +
@@ -83,6 +77,16 @@ void expect_received(const dist::Communicator& comm, const SmartArray<std::int32
         received ? value(previous, send_first + (i - recv_first), salt) : poison[i];
     ASSERT_EQ(host[i], expected) << "element " << i << " on rank " << comm.rank();
   }
+}
+/// The message of the logic_error that `call` throws, or "no error".
+template <typename Call>
+std::string message_of(const Call& call) {
+  try {
+    call();
+  } catch (const sa::logic_error& error) {
+    return error.what();
+  }
+  return "no error";
 }
 }  // namespace
 
@@ -167,14 +171,6 @@ TEST(PointToPoint, BadRanksAndTagsThrowBeforeAnyMpiCall) {
   const dist::Communicator comm(MPI_COMM_WORLD);
   SmartArray<std::int32_t> data(sa::test::random_values<std::int32_t>(16));
   sa::ExpectTransfers nothing({});
-  const auto message_of = [](const auto& call) {
-    try {
-      call();
-    } catch (const sa::logic_error& error) {
-      return std::string(error.what());
-    }
-    return std::string("no error");
-  };
   const std::string size = std::to_string(comm.size());
   const std::string beyond = message_of([&] { dist::send(data, comm.size(), comm); });
   EXPECT_NE(beyond.find("rank " + size), std::string::npos) << beyond;
@@ -197,18 +193,10 @@ TEST(PointToPoint, OverNcclMessagesMatchInOrderAndAnotherTagIsRefusedOnBothSides
   SmartArray<std::int32_t> data = comm.rank() == 0
                                       ? SmartArray<std::int32_t>(values_of(0, 128, salt))
                                       : poisoned(128);
-  const auto refused = [](const auto& call) {
-    try {
-      call();
-    } catch (const sa::logic_error& error) {
-      return std::string(error.what());
-    }
-    return std::string("no error");
-  };
   if (comm.rank() == 0) {
     dist::send(data.slice(0, 64), 1, 5, comm);
     dist::send(data.slice(64, 64), 1, 9, comm);
-    const std::string message = refused([&] { dist::send(data.slice(0, 8), 1, 3, comm); });
+    const std::string message = message_of([&] { dist::send(data.slice(0, 8), 1, 3, comm); });
     EXPECT_NE(message.find("to rank 1 was refused"), std::string::npos) << message;
     EXPECT_NE(message.find("expects 32 bytes (tag 4)"), std::string::npos) << message;
   } else {
@@ -216,7 +204,7 @@ TEST(PointToPoint, OverNcclMessagesMatchInOrderAndAnotherTagIsRefusedOnBothSides
     dist::recv(data.slice(64, 64), 0, 9, comm);
     EXPECT_EQ(std::vector<std::int32_t>(data.begin(), data.end()), values_of(0, 128, salt));
     const std::vector<std::int32_t> before(data.begin(), data.end());
-    const std::string message = refused([&] { dist::recv(data.slice(0, 8), 0, 4, comm); });
+    const std::string message = message_of([&] { dist::recv(data.slice(0, 8), 0, 4, comm); });
     EXPECT_NE(message.find("refused rank 0's next message, of 32 bytes (tag 3)"),
               std::string::npos)
         << message;

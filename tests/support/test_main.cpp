@@ -1,34 +1,11 @@
-// Test entry point shared by every test binary. The backend comes from SMARTARRAY_BACKEND (CTest
-// sets it per registration). A cuda run on a machine without a device skips every test and prints
-// the marker that CTest turns into "skipped".
-#include "support/test_support.hpp"
+// Test entry point shared by every test binary (the environment: backend_environment.hpp).
+#include "support/backend_environment.hpp"
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <cstring>
-#include <iostream>
-
-namespace {
-class BackendEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    const char* wanted = std::getenv("SMARTARRAY_BACKEND");
-    if (wanted != nullptr && std::strcmp(wanted, "cuda") == 0 &&
-        !smartarray::cuda_device_available()) {
-      std::cout << "SMARTARRAY_NO_CUDA_DEVICE: no CUDA device, the cuda run is skipped\n";
-      GTEST_SKIP() << "no CUDA device";
-    }
-    std::cout << "backend: " << smartarray::to_string(smartarray::backend()) << ", device: "
-              << smartarray::device_properties().name << "\n";
-    smartarray::set_expect_transfers_handler(
-        [](const std::string& message) { ADD_FAILURE() << message; });
-  }
-};
-}  // namespace
-
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new BackendEnvironment);  // gtest takes ownership
+  // gtest takes ownership
+  ::testing::AddGlobalTestEnvironment(new smartarray::test::BackendEnvironment);
   return RUN_ALL_TESTS();
 }

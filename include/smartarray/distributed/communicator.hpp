@@ -30,31 +30,31 @@ enum class Transport {
 [[nodiscard]] const char* to_string(Transport transport) noexcept;
 
 /**
- * @brief An MPI call failed: the message names the call, the error class and MPI's error string.
+ * @brief A call of the transport's library failed: the message names the call, the error and the
+ *        library's text for it.
  */
-class mpi_error : public std::runtime_error {
+class transport_error : public std::runtime_error {
  public:
-  /// @brief Builds the error. @param message the full message. @param code the MPI error code.
-  mpi_error(const std::string& message, int code) : std::runtime_error(message), code_(code) {}
-  /// @brief The MPI error code.
+  /// @brief Builds the error. @param message the full message. @param code the library's code.
+  transport_error(const std::string& message, int code)
+      : std::runtime_error(message), code_(code) {}
+  /// @brief The library's error code (an MPI error code, an `ncclResult_t`).
   [[nodiscard]] int code() const noexcept { return code_; }
 
  private:
   int code_;
 };
 
-/**
- * @brief An NCCL call failed: the message names the call, NCCL's error string and its last error.
- */
-class nccl_error : public std::runtime_error {
+/// @brief An MPI call failed (its error class and MPI's error string are in the message).
+class mpi_error : public transport_error {
  public:
-  /// @brief Builds the error. @param message the full message. @param code the `ncclResult_t`.
-  nccl_error(const std::string& message, int code) : std::runtime_error(message), code_(code) {}
-  /// @brief The `ncclResult_t` code.
-  [[nodiscard]] int code() const noexcept { return code_; }
+  using transport_error::transport_error;
+};
 
- private:
-  int code_;
+/// @brief An NCCL call failed (NCCL's error string and its last error are in the message).
+class nccl_error : public transport_error {
+ public:
+  using transport_error::transport_error;
 };
 
 /**

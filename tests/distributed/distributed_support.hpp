@@ -1,11 +1,17 @@
-// The transports the distributed tests run over in this process.
+// What the distributed tests share: the transports they run over in this process, and random
+// values that every rank knows.
 #pragma once
 
 #include <smartarray/distributed/communicator.hpp>
 
+#include <cstdint>
 #include <vector>
 
 namespace smartarray::test {
+
+/// A random value drawn by rank 0 and shared with every rank (MPI_Bcast over MPI_COMM_WORLD), so
+/// that each rank knows what the others send.
+[[nodiscard]] std::uint32_t shared_salt();
 
 /// `mpi_host`, then `mpi_device` where it runs (the host backend emulates it; on the cuda backend
 /// it needs a CUDA-aware MPI), then `nccl` where it runs (the cuda backend, a build with NCCL, and

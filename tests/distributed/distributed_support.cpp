@@ -1,5 +1,7 @@
-// The transports the distributed tests run over (transports.hpp).
-#include "transports.hpp"
+// What the distributed tests share (distributed_support.hpp).
+#include "distributed_support.hpp"
+
+#include "support/test_support.hpp"
 
 #include <smartarray/distributed/detail/mpi_check.hpp>
 #include <smartarray/runtime/device.hpp>
@@ -7,6 +9,12 @@
 #include <mpi.h>
 
 namespace smartarray::test {
+
+std::uint32_t shared_salt() {
+  std::uint32_t salt = random_value<std::uint32_t>();
+  SMARTARRAY_MPI_CHECK(MPI_Bcast(&salt, 1, MPI_UINT32_T, 0, MPI_COMM_WORLD));
+  return salt;
+}
 
 std::vector<dist::Transport> test_transports() {
   MPI_Comm node = MPI_COMM_NULL;
