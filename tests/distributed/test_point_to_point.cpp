@@ -78,6 +78,10 @@ void expect_received(const dist::Communicator& comm, const SmartArray<std::int32
     ASSERT_EQ(host[i], expected) << "element " << i << " on rank " << comm.rank();
   }
 }
+/// Rank 0's 128 values to send, or rank 1's poisoned array to receive them.
+SmartArray<std::int32_t> pair_data(const dist::Communicator& comm, std::uint32_t salt) {
+  return comm.rank() == 0 ? SmartArray<std::int32_t>(values_of(0, 128, salt)) : poisoned(128);
+}
 /// The message of the logic_error that `call` throws, or "no error".
 template <typename Call>
 std::string message_of(const Call& call) {
@@ -154,9 +158,7 @@ TEST(PointToPoint, OverMpiTagsMatchMessagesOutOfOrder) {
   const dist::Communicator comm(MPI_COMM_WORLD, {.transport = dist::Transport::mpi_host});
   const std::uint32_t salt = shared_salt();
   if (comm.rank() > 1) return;
-  SmartArray<std::int32_t> data = comm.rank() == 0
-                                      ? SmartArray<std::int32_t>(values_of(0, 128, salt))
-                                      : poisoned(128);
+  SmartArray<std::int32_t> data = pair_data(comm, salt);
   if (comm.rank() == 0) {
     dist::send(data.slice(0, 64), 1, 5, comm);
     dist::send(data.slice(64, 64), 1, 9, comm);
@@ -190,9 +192,7 @@ TEST(PointToPoint, OverNcclMessagesMatchInOrderAndAnotherTagIsRefusedOnBothSides
   const dist::Communicator comm(MPI_COMM_WORLD, {.transport = dist::Transport::nccl});
   const std::uint32_t salt = shared_salt();
   if (comm.rank() > 1) return;
-  SmartArray<std::int32_t> data = comm.rank() == 0
-                                      ? SmartArray<std::int32_t>(values_of(0, 128, salt))
-                                      : poisoned(128);
+  SmartArray<std::int32_t> data = pair_data(comm, salt);
   if (comm.rank() == 0) {
     dist::send(data.slice(0, 64), 1, 5, comm);
     dist::send(data.slice(64, 64), 1, 9, comm);
