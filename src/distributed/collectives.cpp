@@ -1,9 +1,8 @@
-// The collectives' checks and MPI calls (distributed/collectives.hpp).
+// The collectives' checks and their MPI or NCCL calls (distributed/collectives.hpp).
 #include <smartarray/distributed/collectives.hpp>
 #include <smartarray/distributed/detail/exchange.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
 #include <smartarray/error.hpp>
-
 
 #include "distributed/transport.hpp"
 

@@ -1,8 +1,7 @@
-// The non-blocking messages of an exchange, and the size handshake
-// (distributed/detail/exchange.hpp).
+// The messages of an exchange (one NCCL group, or MPI non-blocking messages), and the size
+// handshake (distributed/detail/exchange.hpp).
 #include <smartarray/distributed/detail/exchange.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
-
 
 #include "distributed/transport.hpp"
 
