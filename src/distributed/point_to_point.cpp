@@ -1,5 +1,5 @@
-// dist::send and dist::recv (distributed/point_to_point.hpp): the checks before any MPI call, and
-// the MPI calls themselves.
+// dist::send and dist::recv (distributed/point_to_point.hpp): the checks before any MPI or NCCL
+// call, the handshake of NCCL messages, and the transfers themselves.
 #include <smartarray/distributed/point_to_point.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
 #include <smartarray/error.hpp>
