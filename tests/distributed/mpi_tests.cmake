@@ -9,11 +9,16 @@
 # (lsan_suppressions.txt); other builds ignore LSAN_OPTIONS. A cuda test keeps NCCL off NVLink
 # SHARP (NCCL_NVLS_ENABLE=0) and reads the markers of a machine without a device as "skipped".
 
-# The cuda backend's runs are registered where configure found a GPU: on a machine without one
-# they could only skip, and each mpirun costs its start-up.
+# The cuda backend's runs are registered where configure finds a GPU (nvidia-smi lists one): on a
+# machine without one they could only skip, and each mpirun costs its start-up.
 set(SMARTARRAY_MPI_CUDA_TESTS OFF)
-if(NOT SMARTARRAY_CUDA_ARCHITECTURES_WHY MATCHES "^no GPU found")
-  set(SMARTARRAY_MPI_CUDA_TESTS ON)
+find_program(SMARTARRAY_NVIDIA_SMI nvidia-smi)
+if(SMARTARRAY_NVIDIA_SMI)
+  execute_process(COMMAND ${SMARTARRAY_NVIDIA_SMI} -L OUTPUT_VARIABLE smartarray_gpus
+    ERROR_QUIET RESULT_VARIABLE smartarray_smi_status)
+  if(smartarray_smi_status EQUAL 0 AND smartarray_gpus MATCHES "GPU [0-9]+:")
+    set(SMARTARRAY_MPI_CUDA_TESTS ON)
+  endif()
 endif()
 
 include_guard(GLOBAL)
