@@ -80,8 +80,9 @@ struct CommunicatorOptions {
   std::optional<Transport> transport = std::nullopt;
   /// Before each collective and halo exchange, one small all-gather of the ranks' sizes checks
   /// that they match, so that a mismatch is an error on every rank instead of a truncated
-  /// message, a hang or silently partial data. Debug builds always check; a release build may turn
-  /// it off to save that one latency per call.
+  /// message, a hang or silently partial data; with `nccl`, each point-to-point message is first
+  /// announced to its receiver (one round trip), which has no probe. Debug builds always check; a
+  /// release build may turn it off to save that one latency per call.
   bool check_sizes = true;
 };
 

@@ -52,10 +52,9 @@ struct Neighbours {
  * when it next reads them; nothing else of the array moves. With `nccl`, the messages are one
  * NCCL group enqueued on `stream`, and the call returns without waiting; with MPI, they are
  * non-blocking messages waited for together (after the host waited for `stream` with
- * `mpi_device`). Each
- * message counts once (one per neighbour and direction). Without `periodic`, the outer halos of
- * the first and last ranks are left as they are; with it, rank 0 and the last rank are neighbours
- * (with 2 ranks, each sends the other two messages).
+ * `mpi_device`). Each message counts once (one per neighbour and direction). Without `periodic`,
+ * the outer halos of the first and last ranks are left as they are; with it, rank 0 and the last
+ * rank are neighbours (with 2 ranks, each sends the other two messages).
  *
  * @param a the array: at least `3 * width` elements.
  * @param halo the width of each halo, and whether the ends wrap around.

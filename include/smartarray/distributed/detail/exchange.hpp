@@ -25,7 +25,7 @@ struct Message {
 /// Every receive and send of an exchange. With nccl, one NCCL group on `stream`. With MPI, it
 /// starts every receive, then every send, and waits for all of them (MPI_Irecv, MPI_Isend,
 /// MPI_Waitall), after the host waited for `stream` with `mpi_device`; on a failure it still
-/// waits for the ones started, then throws mpi_error.
+/// waits for the ones started, then throws mpi_error. NCCL's failures throw nccl_error.
 void exchange(const std::vector<Message>& receives, const std::vector<Message>& sends,
               const Communicator& comm, StreamRef stream);
 
