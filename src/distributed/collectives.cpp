@@ -43,8 +43,10 @@ void check_element_type(const char* what, ElementType type, const Communicator& 
                      "MPI transport");
 }
 
-void check_same_bytes(const char* what, std::size_t bytes, const Communicator& comm) {
+void check_same_bytes(const char* what, std::size_t bytes, const Communicator& comm,
+                      StreamRef stream) {
   require_mpi_running(what);
+  check_stream(what, comm, stream);
   if (!comm.checks_sizes()) return;
   const std::vector<long long> all = gather_sizes({static_cast<long long>(bytes)}, comm);
   for (int rank = 1; rank < comm.size(); ++rank) {

@@ -2,13 +2,16 @@
 #include <smartarray/distributed/halo.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
 
+#include "distributed/transport.hpp"
+
 #include <string>
 
 namespace smartarray::dist::detail {
 
 Neighbours halo_neighbours(std::size_t size, std::size_t element_bytes, const Halo& halo,
-                           const Communicator& comm) {
+                           const Communicator& comm, StreamRef stream) {
   require_mpi_running("exchange_halos");
+  check_stream("exchange_halos", comm, stream);
   const std::size_t w = halo.width;
   SMARTARRAY_EXPECTS(size >= 2 * w && size - 2 * w >= w, logic_error, "exchange_halos: rank ",
                      comm.rank(), ": halos of ", w, " elements at both ends of an array of ",

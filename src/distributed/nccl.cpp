@@ -34,17 +34,12 @@ namespace {
     }                                                                      \
   } while (false)
 
-/// The communicator's NCCL handle and the CUDA stream, once `stream` is known to be on the
-/// communicator's device (NCCL would fail, or hang, on a stream of another device).
+/// The communicator's NCCL handle and the CUDA stream (check_stream() has checked its device).
 struct Queue {
   ncclComm_t comm;
   cudaStream_t stream;
 };
-Queue queue_of(const char* what, const Communicator& comm, StreamRef stream) {
-  const Device device = stream_device(stream);
-  SMARTARRAY_EXPECTS(device == comm.device(), logic_error, what, ": rank ", comm.rank(),
-                     ": the stream is on device ", device.ordinal,
-                     " but the communicator's NCCL works on device ", comm.device().ordinal);
+Queue queue_of(const Communicator& comm, StreamRef stream) {
   return {comm.nccl(), stream.cuda_stream()};
 }
 
@@ -111,21 +106,21 @@ void nccl_destroy(ncclComm* comm) noexcept {
 
 void nccl_send(const void* data, std::size_t bytes, int peer, const Communicator& comm,
                StreamRef stream) {
-  const Queue queue = queue_of("send", comm, stream);
+  const Queue queue = queue_of(comm, stream);
   SMARTARRAY_NCCL_CHECK(ncclSend(data, bytes, ncclInt8, peer, queue.comm, queue.stream),
                         queue.comm);
 }
 
 void nccl_recv(void* data, std::size_t bytes, int peer, const Communicator& comm,
                StreamRef stream) {
-  const Queue queue = queue_of("recv", comm, stream);
+  const Queue queue = queue_of(comm, stream);
   SMARTARRAY_NCCL_CHECK(ncclRecv(data, bytes, ncclInt8, peer, queue.comm, queue.stream),
                         queue.comm);
 }
 
 void nccl_exchange(const std::vector<Message>& receives, const std::vector<Message>& sends,
                    const Communicator& comm, StreamRef stream) {
-  const Queue queue = queue_of("exchange_halos", comm, stream);
+  const Queue queue = queue_of(comm, stream);
   SMARTARRAY_NCCL_CHECK(ncclGroupStart(), queue.comm);
   ncclResult_t failed = ncclSuccess;
   const char* failed_call = nullptr;
@@ -152,7 +147,7 @@ void nccl_exchange(const std::vector<Message>& receives, const std::vector<Messa
 void nccl_all_reduce(void* data, std::size_t count, ElementType type, Op op,
                      const Communicator& comm, StreamRef stream) {
   const ncclDataType_t nccl_data = nccl_type(type);
-  const Queue queue = queue_of("all_reduce", comm, stream);
+  const Queue queue = queue_of(comm, stream);
   SMARTARRAY_NCCL_CHECK(ncclAllReduce(data, data, count, nccl_data, nccl_op(op), queue.comm,
                                       queue.stream),
                         queue.comm);
@@ -160,14 +155,14 @@ void nccl_all_reduce(void* data, std::size_t count, ElementType type, Op op,
 
 void nccl_broadcast(void* data, std::size_t bytes, int root, const Communicator& comm,
                     StreamRef stream) {
-  const Queue queue = queue_of("broadcast", comm, stream);
+  const Queue queue = queue_of(comm, stream);
   SMARTARRAY_NCCL_CHECK(
       ncclBroadcast(data, data, bytes, ncclInt8, root, queue.comm, queue.stream), queue.comm);
 }
 
 void nccl_all_gather(const void* in, void* out, std::size_t bytes, const Communicator& comm,
                      StreamRef stream) {
-  const Queue queue = queue_of("all_gather", comm, stream);
+  const Queue queue = queue_of(comm, stream);
   SMARTARRAY_NCCL_CHECK(ncclAllGather(in, out, bytes, ncclInt8, queue.comm, queue.stream),
                         queue.comm);
 }
@@ -175,7 +170,7 @@ void nccl_all_gather(const void* in, void* out, std::size_t bytes, const Communi
 void nccl_reduce_scatter(const void* in, void* out, std::size_t count, ElementType type, Op op,
                          const Communicator& comm, StreamRef stream) {
   const ncclDataType_t nccl_data = nccl_type(type);
-  const Queue queue = queue_of("reduce_scatter", comm, stream);
+  const Queue queue = queue_of(comm, stream);
   SMARTARRAY_NCCL_CHECK(ncclReduceScatter(in, out, count, nccl_data, nccl_op(op), queue.comm,
                                           queue.stream),
                         queue.comm);

@@ -24,7 +24,8 @@ int tag_upper_bound(const Communicator& comm) {
 }
 }  // namespace
 
-void check_peer(const char* what, int peer, int tag, const Communicator& comm) {
+void check_peer(const char* what, int peer, int tag, const Communicator& comm,
+                StreamRef stream) {
   require_mpi_running(what);
   SMARTARRAY_EXPECTS(peer >= 0 && peer < comm.size(), logic_error, what, ": rank ", comm.rank(),
                      " named rank ", peer, ", which is not a rank of a communicator of ",
@@ -34,6 +35,7 @@ void check_peer(const char* what, int peer, int tag, const Communicator& comm) {
   const int upper = tag_upper_bound(comm);
   SMARTARRAY_EXPECTS(tag >= 0 && tag <= upper, logic_error, what, ": rank ", comm.rank(),
                      " used tag ", tag, ", outside MPI's tags 0 to ", upper);
+  check_stream(what, comm, stream);
 }
 
 void check_message_bytes(const char* what, std::size_t bytes, const Communicator& comm) {

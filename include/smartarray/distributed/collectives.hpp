@@ -49,9 +49,11 @@ template <typename T>
 /// Throws logic_error, before any transfer, when the transport cannot reduce `type` (NCCL has no
 /// 16-bit integers).
 void check_element_type(const char* what, ElementType type, const Communicator& comm);
-/// With the size check on: every rank's `bytes` must be equal; else every rank throws
-/// logic_error naming `what` and the ranks whose sizes differ.
-void check_same_bytes(const char* what, std::size_t bytes, const Communicator& comm);
+/// Throws logic_error when (nccl) `stream` is not on the communicator's device; then, with the
+/// size check on, every rank's `bytes` must be equal, else every rank throws logic_error naming
+/// `what` and the ranks whose sizes differ.
+void check_same_bytes(const char* what, std::size_t bytes, const Communicator& comm,
+                      StreamRef stream);
 /// Throws logic_error, before any MPI call, when `root` is not a rank of `comm`.
 void check_root(const char* what, int root, const Communicator& comm);
 /// Throws logic_error when `elements` does not fit MPI's int count (MPI transports only).
@@ -97,7 +99,7 @@ void all_reduce(SmartArray<T>& a, Op op, const Communicator& comm, StreamRef str
   const std::size_t bytes = a.size() * sizeof(T);
   detail::check_element_type("all_reduce", detail::element_type_of<T>(), comm);
   detail::check_count("all_reduce", a.size(), comm);
-  detail::check_same_bytes("all_reduce", bytes, comm);
+  detail::check_same_bytes("all_reduce", bytes, comm, stream);
   if (a.empty()) return;
   auto range = a.slice(0, a.size());
   T* data = detail::transport_data(range, Access::read_write, comm, stream, where);
@@ -122,7 +124,7 @@ void broadcast(SmartArray<T>& a, int root, const Communicator& comm, StreamRef s
   const std::size_t bytes = a.size() * sizeof(T);
   detail::check_root("broadcast", root, comm);
   detail::check_count("broadcast", bytes, comm);
-  detail::check_same_bytes("broadcast", bytes, comm);
+  detail::check_same_bytes("broadcast", bytes, comm, stream);
   if (a.empty()) return;
   void* data = nullptr;
   if (comm.rank() == root) {
@@ -157,7 +159,7 @@ void all_gather(const SmartArray<T>& in, SmartArray<T>& out, const Communicator&
                      "all_gather: rank ", comm.rank(), ": out has ", out.size(),
                      " elements but must hold ", comm.size(), " ranks' ", in.size());
   detail::check_count("all_gather", bytes * static_cast<std::size_t>(comm.size()), comm);
-  detail::check_same_bytes("all_gather", bytes, comm);
+  detail::check_same_bytes("all_gather", bytes, comm, stream);
   if (in.empty()) return;
   const auto from = in.slice(0, in.size());
   auto to = out.slice(0, out.size());
@@ -192,7 +194,7 @@ void reduce_scatter(const SmartArray<T>& in, SmartArray<T>& out, Op op, const Co
                      " elements but must hold ", comm.size(), " blocks of out's ", out.size());
   detail::check_element_type("reduce_scatter", detail::element_type_of<T>(), comm);
   detail::check_count("reduce_scatter", in.size(), comm);
-  detail::check_same_bytes("reduce_scatter", in.size() * sizeof(T), comm);
+  detail::check_same_bytes("reduce_scatter", in.size() * sizeof(T), comm, stream);
   if (out.empty()) return;
   const auto from = in.slice(0, in.size());
   auto to = out.slice(0, out.size());

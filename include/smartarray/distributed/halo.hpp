@@ -31,14 +31,16 @@ namespace detail {
 inline constexpr int to_right_tag = 1;
 inline constexpr int to_left_tag = 2;
 /// The neighbour ranks of this process (-1 for none), after the checks of exchange_halos: the
-/// halo is at most the interior, and, with the size check on, every rank's halo has the same
-/// bytes (each rank learns every rank's, so that all throw together).
+/// halo is at most the interior, the stream is on the communicator's device (nccl), and, with the
+/// size check on, every rank's halo has the same bytes (each rank learns every rank's, so that
+/// all throw together).
 struct Neighbours {
   int left;
   int right;
 };
 [[nodiscard]] Neighbours halo_neighbours(std::size_t size, std::size_t element_bytes,
-                                         const Halo& halo, const Communicator& comm);
+                                         const Halo& halo, const Communicator& comm,
+                                         StreamRef stream);
 }  // namespace detail
 
 /**
@@ -73,7 +75,7 @@ void exchange_halos(SmartArray<T>& a, const Halo& halo, const Communicator& comm
                     smartarray::source_location where = smartarray::source_location::current()) {
   const std::size_t n = a.size();
   const std::size_t w = halo.width;
-  const detail::Neighbours neighbours = detail::halo_neighbours(n, sizeof(T), halo, comm);
+  const detail::Neighbours neighbours = detail::halo_neighbours(n, sizeof(T), halo, comm, stream);
   if (w == 0 || (neighbours.left < 0 && neighbours.right < 0)) return;
   const std::size_t bytes = w * sizeof(T);
   const bool device = comm.transport() != Transport::mpi_host;

@@ -43,9 +43,10 @@ namespace smartarray::dist {
 namespace detail {
 /// The tag of a call that names none.
 inline constexpr int default_tag = 0;
-/// Throws logic_error, before any MPI call, when `peer` is not another rank of `comm` or `tag`
-/// is not a valid MPI tag: `what` names the call, and the message the rank, tag and size.
-void check_peer(const char* what, int peer, int tag, const Communicator& comm);
+/// Throws logic_error, before any MPI call, when `peer` is not another rank of `comm`, `tag` is
+/// not a valid MPI tag, or (nccl) `stream` is not on the communicator's device: `what` names the
+/// call, and the message the rank, tag, size or devices.
+void check_peer(const char* what, int peer, int tag, const Communicator& comm, StreamRef stream);
 /// Throws logic_error when a message of `bytes` bytes does not fit MPI's int count (MPI
 /// transports only).
 void check_message_bytes(const char* what, std::size_t bytes, const Communicator& comm);
@@ -88,7 +89,7 @@ void send(const Slice<T>& s, int dest, int tag, const Communicator& comm, Stream
   using Value = std::remove_const_t<T>;
   const Slice<const Value> range(s);
   const std::size_t bytes = range.size() * sizeof(Value);
-  detail::check_peer("send", dest, tag, comm);
+  detail::check_peer("send", dest, tag, comm, stream);
   detail::check_message_bytes("send", bytes, comm);
   detail::announce_send(bytes, dest, tag, comm);
   const void* data = comm.transport() == Transport::mpi_host
@@ -134,7 +135,7 @@ void recv(const Slice<T>& s, int source, int tag, const Communicator& comm, Stre
                 "(a.slice(...) of a non-const array)");
   if constexpr (!std::is_const_v<T>) {
     const std::size_t bytes = s.size() * sizeof(T);
-    detail::check_peer("recv", source, tag, comm);
+    detail::check_peer("recv", source, tag, comm, stream);
     detail::check_message_bytes("recv", bytes, comm);
     detail::expect_message(s.size(), sizeof(T), source, tag, comm);
     void* data = comm.transport() == Transport::mpi_host
