@@ -187,6 +187,10 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions options) {
                        to_string(static_cast<Transport>(lowest)), " and ",
                        to_string(static_cast<Transport>(highest)), ")");
     transport_ = static_cast<Transport>(highest);
+    void* tag_bound = nullptr;
+    int has_tag_bound = 0;
+    SMARTARRAY_MPI_CHECK(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &tag_bound, &has_tag_bound));
+    if (has_tag_bound != 0 && tag_bound != nullptr) max_tag_ = *static_cast<int*>(tag_bound);
 #if SMARTARRAY_DIST_NCCL
     if (transport_ == Transport::nccl) nccl_ = detail::nccl_create(comm_, rank_, size_);
 #endif
@@ -208,7 +212,8 @@ Communicator::Communicator(Communicator&& other) noexcept
       local_size_(other.local_size_),
       device_(other.device_),
       transport_(other.transport_),
-      check_sizes_(other.check_sizes_) {}
+      check_sizes_(other.check_sizes_),
+      max_tag_(other.max_tag_) {}
 
 Communicator& Communicator::operator=(Communicator&& other) noexcept {
   if (this != &other) {
@@ -222,6 +227,7 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
     device_ = other.device_;
     transport_ = other.transport_;
     check_sizes_ = other.check_sizes_;
+    max_tag_ = other.max_tag_;
   }
   return *this;
 }

@@ -15,13 +15,6 @@ namespace {
 /// The tag of the size handshake of nccl's point-to-point messages: with nccl, the handshakes are
 /// the only point-to-point MPI messages on the communicator's duplicate, and they match in order.
 constexpr int handshake_tag = 0;
-/// The largest tag MPI allows here (MPI_TAG_UB, at least 32767).
-int tag_upper_bound(const Communicator& comm) {
-  void* value = nullptr;
-  int found = 0;
-  SMARTARRAY_MPI_CHECK(MPI_Comm_get_attr(comm.native(), MPI_TAG_UB, &value, &found));
-  return found != 0 && value != nullptr ? *static_cast<int*>(value) : 32767;
-}
 }  // namespace
 
 void check_peer(const char* what, int peer, int tag, const Communicator& comm,
@@ -32,9 +25,8 @@ void check_peer(const char* what, int peer, int tag, const Communicator& comm,
                      comm.size(), " processes");
   SMARTARRAY_EXPECTS(peer != comm.rank(), logic_error, what, ": rank ", comm.rank(),
                      " named itself as the other process");
-  const int upper = tag_upper_bound(comm);
-  SMARTARRAY_EXPECTS(tag >= 0 && tag <= upper, logic_error, what, ": rank ", comm.rank(),
-                     " used tag ", tag, ", outside MPI's tags 0 to ", upper);
+  SMARTARRAY_EXPECTS(tag >= 0 && tag <= comm.max_tag(), logic_error, what, ": rank ", comm.rank(),
+                     " used tag ", tag, ", outside MPI's tags 0 to ", comm.max_tag());
   check_stream(what, comm, stream);
 }
 

@@ -132,6 +132,8 @@ class Communicator {
   [[nodiscard]] Device device() const noexcept { return device_; }
   /// @brief True when collectives and halo exchanges check sizes across ranks first.
   [[nodiscard]] bool checks_sizes() const noexcept { return check_sizes_; }
+  /// @brief The largest message tag (MPI's `MPI_TAG_UB` of the communicator, at least 32767).
+  [[nodiscard]] int max_tag() const noexcept { return max_tag_; }
   /**
    * @brief The duplicated MPI communicator (for the library's own messages).
    * @throws logic_error when MPI was finalized, or the communicator was moved from.
@@ -155,6 +157,7 @@ class Communicator {
   Device device_{};
   Transport transport_ = Transport::mpi_host;
   bool check_sizes_ = true;
+  int max_tag_ = 32767;
 };
 
 }  // namespace smartarray::dist
