@@ -10,16 +10,22 @@
 # SHARP (NCCL_NVLS_ENABLE=0) and reads the markers of a machine without a device as "skipped".
 
 # The cuda backend's runs are registered where configure finds a GPU (nvidia-smi lists one): on a
-# machine without one they could only skip, and each mpirun costs its start-up.
-set(SMARTARRAY_MPI_CUDA_TESTS OFF)
-find_program(SMARTARRAY_NVIDIA_SMI nvidia-smi)
-if(SMARTARRAY_NVIDIA_SMI)
-  execute_process(COMMAND ${SMARTARRAY_NVIDIA_SMI} -L OUTPUT_VARIABLE smartarray_gpus
-    ERROR_QUIET RESULT_VARIABLE smartarray_smi_status)
-  if(smartarray_smi_status EQUAL 0 AND smartarray_gpus MATCHES "GPU [0-9]+:")
-    set(SMARTARRAY_MPI_CUDA_TESTS ON)
+# machine without one they could only skip, and each mpirun costs its start-up. Asked once per
+# configure (a global property), read by every directory that includes this file.
+get_property(smartarray_gpu_probed GLOBAL PROPERTY SMARTARRAY_MPI_CUDA_TESTS SET)
+if(NOT smartarray_gpu_probed)
+  set(smartarray_gpu_found OFF)
+  find_program(SMARTARRAY_NVIDIA_SMI nvidia-smi)
+  if(SMARTARRAY_NVIDIA_SMI)
+    execute_process(COMMAND ${SMARTARRAY_NVIDIA_SMI} -L OUTPUT_VARIABLE smartarray_gpus
+      ERROR_QUIET RESULT_VARIABLE smartarray_smi_status)
+    if(smartarray_smi_status EQUAL 0 AND smartarray_gpus MATCHES "GPU [0-9]+:")
+      set(smartarray_gpu_found ON)
+    endif()
   endif()
+  set_property(GLOBAL PROPERTY SMARTARRAY_MPI_CUDA_TESTS ${smartarray_gpu_found})
 endif()
+get_property(SMARTARRAY_MPI_CUDA_TESTS GLOBAL PROPERTY SMARTARRAY_MPI_CUDA_TESTS)
 
 include_guard(GLOBAL)
 set(SMARTARRAY_MPIEXEC_FLAGS --oversubscribe CACHE STRING
