@@ -6,7 +6,6 @@
 
 #include "distributed/transport.hpp"
 
-#include <climits>
 #include <vector>
 
 namespace smartarray::dist::detail {
@@ -61,13 +60,6 @@ void check_root(const char* what, int root, const Communicator& comm) {
   SMARTARRAY_EXPECTS(root >= 0 && root < comm.size(), logic_error, what, ": rank ", comm.rank(),
                      " named root ", root, ", which is not a rank of a communicator of ",
                      comm.size(), " processes");
-}
-
-void check_count(const char* what, std::size_t elements, const Communicator& comm) {
-  if (comm.transport() == Transport::nccl) return;  // NCCL counts in size_t
-  SMARTARRAY_EXPECTS(elements <= static_cast<std::size_t>(INT_MAX), logic_error, what, ": ",
-                     elements, " elements or bytes are more than MPI's int count (", INT_MAX,
-                     "); split the array");
 }
 
 void all_reduce_in_place(void* data, std::size_t count, ElementType type, Op op,

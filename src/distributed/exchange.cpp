@@ -5,7 +5,6 @@
 
 #include "distributed/transport.hpp"
 
-#include <climits>
 #include <vector>
 
 namespace smartarray::dist::detail {

@@ -17,7 +17,7 @@ Neighbours halo_neighbours(std::size_t size, std::size_t element_bytes, const Ha
                      comm.rank(), ": halos of ", w, " elements at both ends of an array of ",
                      size, " elements are wider than the interior between them (",
                      size >= 2 * w ? size - 2 * w : 0, " elements)");
-  check_message_bytes("exchange_halos", w * element_bytes, comm);
+  check_count("exchange_halos", w * element_bytes, "bytes", comm);
   if (comm.checks_sizes()) {
     const std::vector<long long> widths =
         gather_sizes({static_cast<long long>(w * element_bytes)}, comm);

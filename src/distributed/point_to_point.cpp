@@ -30,11 +30,12 @@ void check_peer(const char* what, int peer, int tag, const Communicator& comm,
   check_stream(what, comm, stream);
 }
 
-void check_message_bytes(const char* what, std::size_t bytes, const Communicator& comm) {
+void check_count(const char* what, std::size_t count, const char* unit,
+                 const Communicator& comm) {
   if (comm.transport() == Transport::nccl) return;  // NCCL counts in size_t
-  SMARTARRAY_EXPECTS(bytes <= static_cast<std::size_t>(INT_MAX), logic_error, what,
-                     ": a message of ", bytes, " bytes is larger than MPI's int count (",
-                     INT_MAX, " bytes); send it as several slices");
+  SMARTARRAY_EXPECTS(count <= static_cast<std::size_t>(INT_MAX), logic_error, what, ": ", count,
+                     " ", unit, " are more than MPI's int count (", INT_MAX,
+                     "); split it into several transfers of slices");
 }
 
 void announce_send(std::size_t bytes, int dest, int tag, const Communicator& comm) {

@@ -56,8 +56,6 @@ void check_same_bytes(const char* what, std::size_t bytes, const Communicator& c
                       StreamRef stream);
 /// Throws logic_error, before any MPI call, when `root` is not a rank of `comm`.
 void check_root(const char* what, int root, const Communicator& comm);
-/// Throws logic_error when `elements` does not fit MPI's int count (MPI transports only).
-void check_count(const char* what, std::size_t elements, const Communicator& comm);
 
 /// The pointer to the elements of `range` for `access` on the transport's side.
 template <typename A>
@@ -98,7 +96,7 @@ void all_reduce(SmartArray<T>& a, Op op, const Communicator& comm, StreamRef str
                 "dist::all_reduce: the elements must be floating-point or integers");
   const std::size_t bytes = a.size() * sizeof(T);
   detail::check_element_type("all_reduce", detail::element_type_of<T>(), comm);
-  detail::check_count("all_reduce", a.size(), comm);
+  detail::check_count("all_reduce", a.size(), "elements", comm);
   detail::check_same_bytes("all_reduce", bytes, comm, stream);
   if (a.empty()) return;
   auto range = a.slice(0, a.size());
@@ -123,7 +121,7 @@ void broadcast(SmartArray<T>& a, int root, const Communicator& comm, StreamRef s
                smartarray::source_location where = smartarray::source_location::current()) {
   const std::size_t bytes = a.size() * sizeof(T);
   detail::check_root("broadcast", root, comm);
-  detail::check_count("broadcast", bytes, comm);
+  detail::check_count("broadcast", bytes, "bytes", comm);
   detail::check_same_bytes("broadcast", bytes, comm, stream);
   if (a.empty()) return;
   void* data = nullptr;
@@ -158,7 +156,8 @@ void all_gather(const SmartArray<T>& in, SmartArray<T>& out, const Communicator&
   SMARTARRAY_EXPECTS(out.size() == in.size() * static_cast<std::size_t>(comm.size()), logic_error,
                      "all_gather: rank ", comm.rank(), ": out has ", out.size(),
                      " elements but must hold ", comm.size(), " ranks' ", in.size());
-  detail::check_count("all_gather", bytes * static_cast<std::size_t>(comm.size()), comm);
+  detail::check_count("all_gather", bytes * static_cast<std::size_t>(comm.size()), "bytes",
+                      comm);
   detail::check_same_bytes("all_gather", bytes, comm, stream);
   if (in.empty()) return;
   const auto from = in.slice(0, in.size());
@@ -193,7 +192,7 @@ void reduce_scatter(const SmartArray<T>& in, SmartArray<T>& out, Op op, const Co
                      "reduce_scatter: rank ", comm.rank(), ": in has ", in.size(),
                      " elements but must hold ", comm.size(), " blocks of out's ", out.size());
   detail::check_element_type("reduce_scatter", detail::element_type_of<T>(), comm);
-  detail::check_count("reduce_scatter", in.size(), comm);
+  detail::check_count("reduce_scatter", in.size(), "elements", comm);
   detail::check_same_bytes("reduce_scatter", in.size() * sizeof(T), comm, stream);
   if (out.empty()) return;
   const auto from = in.slice(0, in.size());

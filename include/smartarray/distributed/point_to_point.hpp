@@ -47,9 +47,9 @@ inline constexpr int default_tag = 0;
 /// not a valid MPI tag, or (nccl) `stream` is not on the communicator's device: `what` names the
 /// call, and the message the rank, tag, size or devices.
 void check_peer(const char* what, int peer, int tag, const Communicator& comm, StreamRef stream);
-/// Throws logic_error when a message of `bytes` bytes does not fit MPI's int count (MPI
-/// transports only).
-void check_message_bytes(const char* what, std::size_t bytes, const Communicator& comm);
+/// Throws logic_error when `count` (of `unit`: "bytes", "elements") does not fit MPI's int count
+/// (MPI transports only; NCCL counts in size_t).
+void check_count(const char* what, std::size_t count, const char* unit, const Communicator& comm);
 /// Before a send is acquired. With `nccl` and the size check on, the sender announces the bytes
 /// and tag to `dest` (MPI) and waits for its answer; both throw logic_error when they differ
 /// from the receive's. MPI transports have nothing to do: their receiver probes.
@@ -90,7 +90,7 @@ void send(const Slice<T>& s, int dest, int tag, const Communicator& comm, Stream
   const Slice<const Value> range(s);
   const std::size_t bytes = range.size() * sizeof(Value);
   detail::check_peer("send", dest, tag, comm, stream);
-  detail::check_message_bytes("send", bytes, comm);
+  detail::check_count("send", bytes, "bytes", comm);
   detail::announce_send(bytes, dest, tag, comm);
   const void* data = comm.transport() == Transport::mpi_host
                          ? static_cast<const void*>(range.host_view(stream, where).data())
@@ -136,7 +136,7 @@ void recv(const Slice<T>& s, int source, int tag, const Communicator& comm, Stre
   if constexpr (!std::is_const_v<T>) {
     const std::size_t bytes = s.size() * sizeof(T);
     detail::check_peer("recv", source, tag, comm, stream);
-    detail::check_message_bytes("recv", bytes, comm);
+    detail::check_count("recv", bytes, "bytes", comm);
     detail::expect_message(s.size(), sizeof(T), source, tag, comm);
     void* data = comm.transport() == Transport::mpi_host
                      ? static_cast<void*>(s.host_view(Access::discard, stream, where).data())
