@@ -212,7 +212,9 @@ bool Runtime::copy_to_device_now(std::span<const CopyRange> copies, StreamRef st
   static const bool batched = [] {
     return environment_switch("SMARTARRAY_BATCHED_UPLOADS", true);
   }();
-  if (!batched) return false;
+  // Batched copies read their sources at the call: a capture would record them, lose that, and
+  // replay the copy of whatever the sources hold then.
+  if (!batched || active_capture() != nullptr) return false;
   for (const CopyRange& copy : copies) {
     SMARTARRAY_EXPECTS(copy.dst != nullptr && copy.src != nullptr, logic_error,
                        copy_kind_name(CopyKind::host_to_device), " copy of ", copy.bytes,
@@ -232,19 +234,6 @@ void Runtime::prefetch_async(const void* ptr, std::size_t bytes, Location where,
   if (bytes == 0) return;
   check_injected_copy_failure(bytes, "managed prefetch", stream);
   do_prefetch_async(ptr, bytes, where, stream);
-}
-
-void Runtime::synchronize(StreamRef stream) {
-  global_counters().add_wait();
-  do_synchronize(stream);
-}
-void Runtime::synchronize_device() {
-  global_counters().add_wait();
-  do_synchronize_device();
-}
-void Runtime::synchronize(EventHandle event) {
-  global_counters().add_wait();
-  do_synchronize(event);
 }
 
 namespace {

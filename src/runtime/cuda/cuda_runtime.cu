@@ -7,6 +7,7 @@
 // wait for it). Peer access between two GPUs is enabled, both ways, by their first peer copy.
 #include <smartarray/runtime/detail/cuda_check.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
+#include "runtime/cuda/cuda_graphs.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -158,12 +159,36 @@ class CudaRuntime final : public Runtime {
   }
 
   void launch_host_func(StreamRef stream, std::function<void()> fn) override {
-    auto owned = std::make_unique<std::function<void()>>(std::move(fn));
     const OnStream on(stream);
+    if (CaptureState* const capture = active_capture(); capture != nullptr && is_capturing(stream)) {
+      // A graph's host node runs at every replay: the graph keeps the function.
+      auto kept = std::make_shared<std::function<void()>>(std::move(fn));
+      SMARTARRAY_CUDA_TRY(cudaLaunchHostFunc(on.get(), &run_kept_host_func, kept.get()),
+                          "capture a host function on stream ", stream.handle());
+      capture->keep_alive.emplace_back([kept] {});
+      return;
+    }
+    auto owned = std::make_unique<std::function<void()>>(std::move(fn));
     SMARTARRAY_CUDA_TRY(cudaLaunchHostFunc(on.get(), &run_host_func, owned.get()),
                         "launch a host function on stream ", stream.handle());
     owned.release();  // run_host_func deletes it
   }
+
+  GraphHandle end_capture(StreamRef stream) override {
+    return cuda_graphs::end(static_cast<cudaStream_t>(stream.handle()));
+  }
+  void abort_capture(StreamRef stream) noexcept override {
+    cuda_graphs::abort(static_cast<cudaStream_t>(stream.handle()));
+  }
+  bool is_capturing(StreamRef stream) override {
+    const OnStream on(stream);
+    return on.get() != nullptr && cuda_graphs::capturing(on.get());
+  }
+  void launch_graph(GraphHandle graph, StreamRef stream) override {
+    const OnStream on(stream);
+    cuda_graphs::launch(graph, on.get());
+  }
+  void destroy_graph(GraphHandle graph) noexcept override { cuda_graphs::destroy(graph); }
 
   StreamRef do_create_stream(int device) override {
     const DeviceScope scope(device);
@@ -208,7 +233,7 @@ class CudaRuntime final : public Runtime {
       }
     }
   }
-  void record(EventHandle event, StreamRef stream) override {
+  void do_record(EventHandle event, StreamRef stream) override {
     CudaEvent& target = to_cuda(event);
     const int device = stream_device(stream);
     cudaEvent_t& per_device = target.per_device[static_cast<std::size_t>(device)];
@@ -312,12 +337,15 @@ class CudaRuntime final : public Runtime {
   }
   bool do_copy_to_device_now(std::span<const CopyRange> copies, StreamRef stream) override {
 #if CUDART_VERSION >= 12080
-    // cudaMemcpyBatchAsync rejects the legacy default stream.
+    // cudaMemcpyBatchAsync rejects the legacy default stream. Under a capture (also one that the
+    // caller opened with cudaStreamBeginCapture) it would lose the copy's data: the sources are
+    // read at the call, and a replay copies whatever they hold then.
     if (stream.is_default() || stream.default_of_device() >= 0 ||
         static_cast<cudaStream_t>(stream.handle()) == cudaStreamLegacy) {
       return false;
     }
     const cudaStream_t on = static_cast<cudaStream_t>(stream.handle());
+    if (cuda_graphs::capturing(on)) return false;
     constexpr std::size_t most = 8;
     if (copies.size() > most) return false;
     std::array<void*, most> dsts{};
@@ -413,6 +441,13 @@ class CudaRuntime final : public Runtime {
     }
   }
 
+  void do_begin_capture(StreamRef stream) override {
+    cuda_graphs::begin(static_cast<cudaStream_t>(stream.handle()));
+  }
+
+  static void CUDART_CB run_kept_host_func(void* data) {
+    (*static_cast<std::function<void()>*>(data))();
+  }
   static void CUDART_CB run_host_func(void* data) {
     std::unique_ptr<std::function<void()>> fn(static_cast<std::function<void()>*>(data));
     (*fn)();

@@ -32,9 +32,13 @@
 namespace smartarray::detail {
 
 /// A position in a stream's queue: done once `stream` has run its first `ticket` tasks.
+/// Recorded on a capturing stream, it is a point of the capture instead: its first `position`
+/// tasks recorded on `stream`.
 struct Marker {
   std::shared_ptr<HostStream> stream;  // null: never recorded, so already complete
   std::uint64_t ticket = 0;
+  std::shared_ptr<HostCapture> capture;
+  std::size_t position = 0;
 };
 
 /// An event: the marker of its latest record.
@@ -76,9 +80,14 @@ class HostRuntime final : public Runtime {
 
   [[nodiscard]] EventHandle create_event() override;
   void destroy_event(EventHandle event) noexcept override;
-  void record(EventHandle event, StreamRef stream) override;
   void stream_wait(StreamRef stream, EventHandle event) override;
   [[nodiscard]] bool query(EventHandle event) override;
+
+  [[nodiscard]] GraphHandle end_capture(StreamRef stream) override;
+  void abort_capture(StreamRef stream) noexcept override;
+  [[nodiscard]] bool is_capturing(StreamRef stream) override;
+  void launch_graph(GraphHandle graph, StreamRef stream) override;
+  void destroy_graph(GraphHandle graph) noexcept override;
 
  protected:
   void do_set_current_device(int device) override;
@@ -108,8 +117,16 @@ class HostRuntime final : public Runtime {
   void do_synchronize(StreamRef stream) override;
   void do_synchronize_device() override;
   void do_synchronize(EventHandle event) override;
+  void do_record(EventHandle event, StreamRef stream) override;
+  void do_begin_capture(StreamRef stream) override;
 
  private:
+  /// Throws logic_error, as CUDA refuses it, when `what` asks about a capturing stream.
+  static void refuse_capturing(HostStream& stream, const char* what);
+  /// Throws logic_error when `what` asks about an event recorded in a capture.
+  static void refuse_captured(const Marker& marker, const char* what);
+  /// Ends `capture` on each of its streams.
+  void release_capture(HostCapture& capture) noexcept;
   std::shared_ptr<HostStream> make_stream(bool is_default, int device);
   /// The queue behind `stream`, creating a device's default stream on first use.
   /// @throws logic_error for a handle that is not a live stream of this runtime.

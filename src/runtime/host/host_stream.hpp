@@ -8,6 +8,8 @@
  */
 #pragma once
 
+#include "runtime/host/host_capture.hpp"
+
 #include <smartarray/error.hpp>
 
 #include <chrono>
@@ -65,16 +67,32 @@ class HostStream {
   /// The stream whose worker is the calling thread, or nullptr on any other thread.
   [[nodiscard]] static const HostStream* current() noexcept { return current_; }
 
-  /// Appends `task`. @throws logic_error when the stream is being destroyed.
+  /// Appends `task`, or records it while the stream captures.
+  /// @throws logic_error when the stream is being destroyed.
   void enqueue(Task task) {
     {
       std::lock_guard lock(mutex_);
       SMARTARRAY_EXPECTS(!stopping_, logic_error, "enqueue on ", name_,
                          ", which is being destroyed");
+      if (capture_ != nullptr) {
+        capture_->append(this, std::move(task));
+        return;
+      }
       queue_.push_back(std::move(task));
       ++enqueued_;
     }
     work_ready_.notify_one();
+  }
+
+  /// The capture that records this stream's work, or nullptr.
+  [[nodiscard]] std::shared_ptr<HostCapture> capture() {
+    std::lock_guard lock(mutex_);
+    return capture_;
+  }
+  /// Records the work queued from now on into `capture` (nullptr: runs it again).
+  void set_capture(std::shared_ptr<HostCapture> capture) {
+    std::lock_guard lock(mutex_);
+    capture_ = std::move(capture);
   }
 
   /// The ticket of the last task enqueued so far (0 when none was).
@@ -172,6 +190,7 @@ class HostStream {
   std::uint64_t completed_ = 0;
   bool stopping_ = false;
   std::optional<std::string> error_;
+  std::shared_ptr<HostCapture> capture_;
   std::thread worker_;
 };
 

@@ -59,7 +59,11 @@ void HostRuntime::do_destroy_stream(StreamRef stream) noexcept {
   }
 }
 
-bool HostRuntime::query(StreamRef stream) { return stream_for(stream)->idle(); }
+bool HostRuntime::query(StreamRef stream) {
+  std::shared_ptr<HostStream> queue = stream_for(stream);
+  refuse_capturing(*queue, "query");
+  return queue->idle();
+}
 
 int HostRuntime::do_stream_device(StreamRef stream) { return stream_for(stream)->device(); }
 
@@ -86,27 +90,49 @@ void HostRuntime::destroy_event(EventHandle event) noexcept {
   }
 }
 
-void HostRuntime::record(EventHandle event, StreamRef stream) {
+void HostRuntime::do_record(EventHandle event, StreamRef stream) {
   std::shared_ptr<HostStream> queue = stream_for(stream);
   HostEvent& target = event_for(event);
+  std::shared_ptr<HostCapture> capture = queue->capture();
+  const std::size_t position = capture != nullptr ? capture->recorded(queue.get()) : 0;
   const std::uint64_t ticket = queue->tail();
-  target.set(Marker{std::move(queue), ticket});
+  target.set(Marker{std::move(queue), ticket, std::move(capture), position});
 }
 
 void HostRuntime::stream_wait(StreamRef stream, EventHandle event) {
   std::shared_ptr<HostStream> waiter = stream_for(stream);
   Marker marker = event_for(event).get();
+  const std::shared_ptr<HostCapture> capturing = waiter->capture();
+  if (marker.capture != nullptr) {
+    // A point of a capture: the waiter joins it (fork), or the origin joins a member back. The
+    // replay's order already puts the waiter's later work after it.
+    SMARTARRAY_EXPECTS(capturing == nullptr || capturing == marker.capture, logic_error,
+                       waiter->name(), " waits for an event of another stream's capture");
+    if (capturing == nullptr) {
+      marker.capture->add_member(waiter.get());
+      waiter->set_capture(marker.capture);
+    } else if (waiter.get() == marker.capture->origin()) {
+      marker.capture->join(marker.stream.get(), marker.position);
+    }
+    return;
+  }
   if (marker.stream == nullptr) return;  // never recorded: nothing to wait for
+  // As CUDA (cudaErrorStreamCaptureIsolation): a graph cannot wait for work outside it.
+  SMARTARRAY_EXPECTS(capturing == nullptr, logic_error, waiter->name(),
+                     " captures and waits for an event recorded outside the capture: a "
+                     "dependency may not cross the capture's boundary");
   waiter->enqueue([marker = std::move(marker)] { marker.stream->wait_for(marker.ticket); });
 }
 
 bool HostRuntime::query(EventHandle event) {
   const Marker marker = event_for(event).get();
+  refuse_captured(marker, "query an event");
   return marker.stream == nullptr || marker.stream->reached(marker.ticket);
 }
 
 void HostRuntime::do_synchronize(StreamRef stream) {
   std::shared_ptr<HostStream> queue = stream_for(stream);
+  refuse_capturing(*queue, "synchronize");
   block_until(*queue, queue->tail(), "synchronize");
   report_error(*queue);
 }
@@ -116,12 +142,14 @@ void HostRuntime::do_synchronize_device() {
   std::erase_if(queues, [device = current_device()](const std::shared_ptr<HostStream>& queue) {
     return queue->device() != device;
   });
+  for (const auto& queue : queues) refuse_capturing(*queue, "synchronize_device");
   for (const auto& queue : queues) block_until(*queue, queue->tail(), "synchronize_device");
   for (const auto& queue : queues) report_error(*queue);
 }
 
 void HostRuntime::do_synchronize(EventHandle event) {
   const Marker marker = event_for(event).get();
+  refuse_captured(marker, "synchronize an event");
   if (marker.stream == nullptr) return;
   block_until(*marker.stream, marker.ticket, "synchronize an event");
   report_error(*marker.stream);

@@ -10,6 +10,7 @@
 
 #include <smartarray/runtime/runtime.hpp>
 #include <smartarray/runtime/stream.hpp>
+#include <smartarray/runtime/detail/capture.hpp>
 #include <smartarray/runtime/detail/pinned_flags.hpp>
 #include <smartarray/runtime/detail/stream_retirement.hpp>
 
@@ -156,8 +157,10 @@ class Runtime {
   // --- events ---
   [[nodiscard]] virtual EventHandle create_event() = 0;
   virtual void destroy_event(EventHandle event) noexcept = 0;
-  /// Captures the current end of `stream`'s queue in `event` (re-recording replaces it).
-  virtual void record(EventHandle event, StreamRef stream) = 0;
+  /// Captures the current end of `stream`'s queue in `event` (re-recording replaces it). Inside
+  /// a capture, an event recorded on a captured stream marks a point of the graph: streams may
+  /// wait for it (fork and join), the host may not.
+  void record(EventHandle event, StreamRef stream);
   /// Makes `stream` wait for the work captured by `event` at the time of this call. The host does
   /// not block.
   virtual void stream_wait(StreamRef stream, EventHandle event) = 0;
@@ -165,6 +168,22 @@ class Runtime {
   void synchronize(EventHandle event);
   /// True when the work captured by `event` is done.
   [[nodiscard]] virtual bool query(EventHandle event) = 0;
+
+  // --- graphs (stream capture; see capture.hpp) ---
+  /// Starts capturing the work queued on `stream` (relaxed mode: the thread may still allocate).
+  /// @throws logic_error when `stream` is a default stream or already captures.
+  void begin_capture(StreamRef stream);
+  /// Ends the capture begun on `stream` and instantiates what it recorded. Streams that joined
+  /// the capture (by waiting for one of its events) must have been joined back into `stream`.
+  /// @throws logic_error (or cuda_error) when the capture cannot end; it is over either way.
+  [[nodiscard]] virtual GraphHandle end_capture(StreamRef stream) = 0;
+  /// Ends the capture begun on `stream` and drops what it recorded (after an error).
+  virtual void abort_capture(StreamRef stream) noexcept = 0;
+  /// True when work queued on `stream` now is recorded, not run.
+  [[nodiscard]] virtual bool is_capturing(StreamRef stream) = 0;
+  /// Enqueues one replay of `graph` on `stream`.
+  virtual void launch_graph(GraphHandle graph, StreamRef stream) = 0;
+  virtual void destroy_graph(GraphHandle graph) noexcept = 0;
 
  protected:
   /// The backend's number of devices, in [1, max_devices].
@@ -197,6 +216,8 @@ class Runtime {
   virtual void do_synchronize(StreamRef stream) = 0;
   virtual void do_synchronize_device() = 0;
   virtual void do_synchronize(EventHandle event) = 0;
+  virtual void do_record(EventHandle event, StreamRef stream) = 0;
+  virtual void do_begin_capture(StreamRef stream) = 0;
 
  private:
   /// stream_device() with several devices.

@@ -1,0 +1,75 @@
+// The backend seam's part of stream capture: what the runtime refuses while the calling thread
+// captures (host waits on captured work), and the bookkeeping of events recorded in a capture.
+#include <smartarray/runtime/detail/capture.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
+#include <smartarray/diagnostics/observability.hpp>
+#include <smartarray/error.hpp>
+
+namespace smartarray::detail {
+
+void refuse_in_capture(const char* call, const char* why) {
+  const CaptureState* const capture = active_capture();
+  throw logic_error(concat(call, " inside sa::capture (opened at ", capture->file, ":",
+                           capture->line, " on stream ", capture->origin.handle(), "): ", why));
+}
+
+void join_capture(StreamRef stream) {
+  CaptureState& capture = *active_capture();
+  capture.joined.push_back(stream);
+  stream_wait_stream(stream, capture.origin);
+}
+
+void join_back(CaptureState& capture) {
+  for (const StreamRef stream : capture.joined) stream_wait_stream(capture.origin, stream);
+}
+
+void Runtime::record(EventHandle event, StreamRef stream) {
+  do_record(event, stream);
+  if (CaptureState* const capture = active_capture()) [[unlikely]] {
+    if (is_capturing(stream)) {
+      capture->captured_events.insert(event);
+    } else {
+      capture->captured_events.erase(event);
+    }
+  }
+}
+
+void Runtime::begin_capture(StreamRef stream) {
+  SMARTARRAY_EXPECTS(!stream.is_default() && stream.default_of_device() < 0, logic_error,
+                     "capture on the default stream: the default stream cannot be captured; "
+                     "capture on a Stream");
+  check_stream(stream);
+  SMARTARRAY_EXPECTS(!is_capturing(stream), logic_error, "capture on stream ", stream.handle(),
+                     ", which is already capturing");
+  do_begin_capture(stream);
+}
+
+void Runtime::synchronize(StreamRef stream) {
+  if (active_capture() != nullptr && is_capturing(stream)) [[unlikely]] {
+    refuse_in_capture("synchronize", "the host would wait for captured work, which has not run");
+  }
+  global_counters().add_wait();
+  do_synchronize(stream);
+}
+
+void Runtime::synchronize_device() {
+  if (active_capture() != nullptr) [[unlikely]] {
+    refuse_in_capture("synchronize_device",
+                      "the host would wait for the captured streams, whose work has not run");
+  }
+  global_counters().add_wait();
+  do_synchronize_device();
+}
+
+void Runtime::synchronize(EventHandle event) {
+  if (const CaptureState* const capture = active_capture()) [[unlikely]] {
+    if (capture->captured_events.contains(event)) {
+      refuse_in_capture("a host wait",
+                        "the event was recorded on a captured stream, whose work has not run");
+    }
+  }
+  global_counters().add_wait();
+  do_synchronize(event);
+}
+
+}  // namespace smartarray::detail
