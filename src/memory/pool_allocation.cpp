@@ -254,7 +254,9 @@ char* PoolResource::State::take_completed_for_host_locked(std::size_t size) {
     if (fit != list.end()) candidates.emplace_back(fit->size, stream);
   }
   std::sort(candidates.begin(), candidates.end());
+  const bool capturing = detail::active_capture() != nullptr;
   for (const auto& [fit_size, stream] : candidates) {
+    if (capturing && detail::runtime().is_capturing(StreamRef{stream})) continue;
     if (!detail::runtime().query(StreamRef{stream})) continue;
     share_completed_locked(stream, releases);
     return take_locked(shared_free, size);
@@ -273,7 +275,9 @@ char* PoolResource::State::search_locked(StreamRef stream, std::size_t size, boo
 }
 
 char* PoolResource::State::search_lists_locked(StreamRef stream, std::size_t size, bool host) {
-  if (host) {
+  // A capture takes only blocks that no work uses: its graph runs later, on any stream, and may
+  // not wait for work outside it.
+  if (host || detail::active_capture() != nullptr) {
     if (char* block = take_locked(shared_free, size)) return block;
     return take_completed_for_host_locked(size);
   }

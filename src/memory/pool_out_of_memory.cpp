@@ -187,6 +187,12 @@ std::string PoolResource::State::out_of_memory_message_locked(StreamRef stream, 
 
 void* PoolResource::State::allocate_out_of_memory(StreamRef stream, std::size_t bytes,
                                                   std::size_t size, bool host) {
+  if (detail::active_capture() != nullptr) [[unlikely]] {
+    detail::refuse_in_capture(
+        detail::concat(options.name, " out of memory for ", bytes, " bytes").c_str(),
+        "making room would wait for pending work and evict device copies, which a capture "
+        "cannot do; free or reserve device memory before the capture");
+  }
   // 1. Blocks released on streams become shared (and merge) once their work is done.
   settle();
   {

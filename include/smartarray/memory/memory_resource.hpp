@@ -11,6 +11,7 @@
 
 #include <smartarray/config.hpp>
 #include <smartarray/runtime/stream.hpp>
+#include <smartarray/runtime/detail/capture.hpp>
 
 #include <cstddef>
 
@@ -42,9 +43,14 @@ class MemoryResource {
                                std::size_t alignment = default_alignment) {
     return do_allocate(stream, bytes, alignment, false);
   }
-  /// @brief Releases a block whose last use was queued on `stream`.
+  /// @brief Releases a block whose last use was queued on `stream`. Inside `sa::capture` on the
+  /// calling thread, the graph keeps the block instead (captured work may use it at every replay)
+  /// and releases it when it is destroyed.
   void deallocate(StreamRef stream, void* ptr, std::size_t bytes,
                   std::size_t alignment = default_alignment) noexcept {
+    if (detail::CaptureState* const capture = detail::active_capture()) [[unlikely]] {
+      if (ptr != nullptr && keep_for_graph(*capture, {this, stream, ptr, bytes, alignment})) return;
+    }
     do_deallocate(stream, ptr, bytes, alignment, false);
   }
   /**
@@ -66,6 +72,10 @@ class MemoryResource {
   [[nodiscard]] virtual bool is_equal(const MemoryResource& other) const noexcept {
     return this == &other;
   }
+
+ private:
+  /// Hands `block` to the capture; false (release it now) when there is no memory to note it in.
+  static bool keep_for_graph(detail::CaptureState& capture, const detail::KeptBlock& block) noexcept;
 
  protected:
   /// `host` is true for the synchronous forms: the block is for (or comes back from) the host.
