@@ -11,6 +11,8 @@
 #include "core/storage.hpp"
 #include "core/transaction.hpp"
 
+#include <smartarray/core/detail/array_capture.hpp>
+
 #include <algorithm>
 
 namespace smartarray::detail {
@@ -79,6 +81,7 @@ void ArrayCore::acquire_element(Access access, std::size_t offset, std::size_t b
   Transaction transaction(*this, Transaction::Kind::use, &where);
   const std::size_t size = state_.size();
   if (offset + bytes > size) return;  // debug builds checked the index; std::vector's rules
+  if (capture_written_) [[unlikely]] refuse_host_access_in_capture("element access", where);
   if (access == Access::read) check_written(require_written, "host read", where);
   if (one_buffer()) {
     // A one-buffer array makes its host current whole (a managed prefetch moves every page).
@@ -116,6 +119,7 @@ std::byte* ArrayCore::acquire_locked(Transaction& transaction, Side side, Access
                                      bool require_written) {
   if (side == Side::host) {
     if (stream) runtime().check_stream(*stream);
+    if (capture_written_) [[unlikely]] refuse_host_access_in_capture("host access", where);
     if (state_.size() == 0) {
       transaction.changed_nothing();
       return buffers_.host;
@@ -139,7 +143,9 @@ std::byte* ArrayCore::acquire_locked(Transaction& transaction, Side side, Access
   // wait is made on them. The steady state of a kernel loop (`current`) makes no copy, records no
   // event and recomputes no state; any other access checks its stream before it changes anything.
   (one_buffer() ? host_order() : copy.order).forget_retired();
-  const bool current = device_current_for(device, access, on);
+  // Inside a capture nothing is current: every acquire is recorded.
+  const bool capturing = active_array_capture != nullptr;
+  const bool current = !capturing && device_current_for(device, access, on);
   if (!current) rt.check_stream(on);
   if (access == Access::read) check_written(require_written, "device read", where);
   if (copy.views.slot == 0) copy.views.slot = acquire_view_slot(id());
@@ -152,6 +158,7 @@ std::byte* ArrayCore::acquire_locked(Transaction& transaction, Side side, Access
     transaction.changed_nothing();
     return copy.data;
   }
+  if (capturing) [[unlikely]] return acquire_captured(transaction, device, access, range, on, where);
   std::byte* const address = acquire_device_locked(device, access, range, on, where);
   transaction.start_views(device);
   return address;

@@ -1,6 +1,7 @@
 // ArrayCore's lifetime: construction (the deep copy of the valid data), moves and swaps, the
 // resources and the eviction registration that go with them, and the array's number and label.
 #include <smartarray/core/detail/array_core.hpp>
+#include <smartarray/core/detail/array_capture.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
@@ -29,7 +30,10 @@ void swap_device_copies(DeviceCopy& a, DeviceCopy& b) noexcept {
 
 }  // namespace
 
-ArrayCore::~ArrayCore() { release_all(); }
+ArrayCore::~ArrayCore() {
+  if (graph_token_ != nullptr) graph_token_->alive.store(false, std::memory_order_release);
+  release_all();
+}
 
 ArrayCore::ArrayCore(const ArrayCore& other) : placement_{.storage = other.placement_.storage} {
   std::lock_guard lock(other.mutex_);
@@ -134,6 +138,11 @@ void ArrayCore::swap_locked(ArrayCore& other) noexcept {
   // Registration is by address: re-register whichever side now holds a device buffer.
   unregister_for_eviction();
   other.unregister_for_eviction();
+  // A capture's record of each array follows its data, as the buffers the graph binds do.
+  if (ArrayCapture* const capture = active_array_capture) [[unlikely]] {
+    capture->exchanged(this, &other);
+  }
+  std::swap(capture_written_, other.capture_written_);
   std::swap(placement_, other.placement_);
   std::swap(buffers_, other.buffers_);
   std::swap(state_, other.state_);

@@ -2,6 +2,7 @@
 // the copies that only a device holds (made there, or wrapped), eviction and release. See
 // core/detail/array_core.hpp.
 #include <smartarray/core/detail/array_core.hpp>
+#include <smartarray/core/detail/array_capture.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 #include "core/eviction.hpp"
@@ -125,6 +126,8 @@ std::size_t ArrayCore::evict_device_locked(int device, bool allow_dirty) {
   for (int d = 0; d < device_copies(); ++d) device_copy(d).order.forget_retired();
   DeviceCopy& copy = device_copy(device);
   if (copy.data == nullptr) return 0;
+  // A graph binds the buffer: it stays while any graph may replay on it.
+  if (graph_token_ != nullptr && graph_token_->pins.load(std::memory_order_acquire) > 0) return 0;
   // Bytes that only this device holds are written back to the host first (dirty), on its last
   // writer's stream. Eviction runs on another thread: it reads no size (dropped_plan() stops at
   // the runs' end) and leaves the owner's view state to the owner's next operation.
@@ -169,6 +172,7 @@ void ArrayCore::release_device_buffer(int device) noexcept {
 
 void ArrayCore::release_all() noexcept {
   std::lock_guard lock(mutex_);
+  if (ArrayCapture* const capture = active_array_capture) [[unlikely]] capture->released(this);
   // Registered exactly while a device buffer is held (eviction drops both under this lock), so a
   // host-only array never takes the registry's lock.
   unregister_for_eviction();

@@ -24,6 +24,14 @@ void ArrayCore::refresh_state() noexcept {
   fast_limit_ = buffers_.host != nullptr && state_.size() >= host_order().host_read_end()
                     ? buffers_.capacity
                     : 0;
+  if (capture_written_) [[unlikely]] {
+    // A capture writes the array: every host access takes the slow path, which refuses it.
+    host_readable_.store(false, std::memory_order_release);
+    host_writable_ = false;
+    read_window_.store(0, std::memory_order_relaxed);
+    fast_floor_ = state_.size();
+    fast_limit_ = 0;
+  }
 }
 
 void ArrayCore::refresh_element_windows() noexcept {

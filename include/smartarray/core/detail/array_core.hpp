@@ -70,6 +70,9 @@ namespace smartarray::detail {
 
 class StorageStrategy;
 struct StorageContext;
+struct CapturedArray;
+struct GraphBinding;
+struct GraphToken;
 
 /// Copies `bytes` from `src` to `dst` (not overlapping). Large copies are split over a small pool
 /// of worker threads (up to 7, half the cores) and the calling thread, since one thread's memcpy
@@ -313,6 +316,20 @@ class ArrayCore {
     /// at once, in parallel (parallel_prefault_for_write), before it gets the pointer.
     bool host_write_faults_pending = false;
   };
+  // --- graphs (core/detail/array_capture.hpp, src/core/array_capture.cpp) ---
+  /// Ends this array's part in the capture that `entry` describes: its stream-order tracker comes
+  /// back, and host access is allowed again.
+  void end_capture(CapturedArray& entry) noexcept;
+  /// The token that the graphs binding this array hold (made at the first binding).
+  [[nodiscard]] std::shared_ptr<GraphToken> graph_token();
+  /// Before a replay on `stream`: checks that the array is as the graph bound it (logic_error
+  /// naming what changed, and nothing changes), copies the stale bytes of the graph's reads to
+  /// its device, and orders `stream` after the pending work on that device copy.
+  void prepare_replay(const GraphBinding& binding, StreamRef stream,
+                      const smartarray::source_location& where);
+  /// After the replay was enqueued: the graph's writes are held by its device alone.
+  void commit_replay(const GraphBinding& binding) noexcept;
+
   /// The copy on `device` (made for devices above 0 on first use).
   [[nodiscard]] DeviceCopy& device_copy(int device) {
     return device == 0 ? device0_ : more_device_copies(device);
@@ -441,6 +458,17 @@ class ArrayCore {
   std::byte* acquire_locked(Transaction& transaction, Side side, Access access, ByteRange range,
                             std::optional<StreamRef> stream,
                             const smartarray::source_location& where, bool require_written);
+  /// acquire_locked() of the device inside a capture: records what the graph reads and writes,
+  /// and makes sure of the buffer it binds, without copying or changing validity.
+  std::byte* acquire_captured(Transaction& transaction, int device, Access access,
+                              ByteRange range, StreamRef stream,
+                              const smartarray::source_location& where);
+  /// Throws logic_error when a capture on this thread writes this array: a host access would
+  /// need the graph's results, and the graph has not run.
+  void refuse_host_access_in_capture(const char* what,
+                                     const smartarray::source_location& where) const;
+  /// Throws logic_error, naming what changed, when the array is not as `binding` bound it.
+  void check_binding(const GraphBinding& binding) const;
   /// Frees the buffer on `device` (and forgets its work).
   void release_device_buffer(int device) noexcept;
   void release_all() noexcept;
@@ -489,6 +517,10 @@ class ArrayCore {
     std::uint32_t device_write_line = 0;
   };
   Observers observers_{};
+  /// Graphs that bind this object (see graph_token()), and whether the capture running on this
+  /// thread writes it (host access then throws; the fast paths are off).
+  std::shared_ptr<GraphToken> graph_token_;
+  bool capture_written_ = false;
   /// The number and the label that name this object (see id()).
   mutable std::atomic<std::uint64_t> id_{0};
   std::unique_ptr<std::string> label_;

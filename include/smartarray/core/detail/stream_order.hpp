@@ -52,6 +52,14 @@ class StreamOrder {
     std::swap(host_read_end_, other.host_read_end_);
   }
 
+  /// Exchanges the device work (the last writer and the users) of two trackers, and leaves the
+  /// copies reading the host buffer where they are (a capture sets the device work aside).
+  void swap_device_work(StreamOrder& other) noexcept {
+    std::swap(writer_, other.writer_);
+    users_.swap(other.users_);
+    std::swap(retired_seen_, other.retired_seen_);
+  }
+
   /// Drops the streams that retired since the last call (one load and compare when none did).
   void forget_retired() {
     const std::uint64_t generation = retired_stream_generation();
