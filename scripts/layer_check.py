@@ -11,20 +11,23 @@ import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-LAYERS = ["base", "diagnostics", "runtime", "memory", "views", "core", "adapters", "umbrella",
-          "distributed"]
+LAYERS = ["base", "diagnostics", "runtime", "memory", "views", "core", "adapters", "graph",
+          "umbrella", "distributed"]
 
 
 def layer_of(name):
     """The layer index of a file named relative to include/smartarray/ or to the root (src/...):
     its first folder names it; files at the top (config.hpp, error.hpp, src/environment.cpp) and
-    the private detail/ folder are the base, smartarray.hpp is the umbrella, and the distributed
-    layer, with its umbrella distributed.hpp, sits above it."""
+    the private detail/ folder are the base, the graph layer's umbrella graph.hpp is the graph
+    layer's, smartarray.hpp is the umbrella, and the distributed layer, with its umbrella
+    distributed.hpp, sits above it."""
     parts = name.split("/")
     if parts[0] == "src":
         parts = parts[1:]
     if len(parts) > 1 and parts[0] in LAYERS:
         return LAYERS.index(parts[0])
+    if parts == ["graph.hpp"]:
+        return LAYERS.index("graph")
     if parts == ["smartarray.hpp"]:
         return LAYERS.index("umbrella")
     if parts == ["distributed.hpp"]:

@@ -13,6 +13,7 @@
 #include <smartarray/views/device_view.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/adapters/for_each_index.hpp>
+#include <smartarray/graph.hpp>
 #include <smartarray/runtime/host_registration.hpp>
 #include <smartarray/adapters/launch.hpp>
 #include <smartarray/memory/default_resources.hpp>

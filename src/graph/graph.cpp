@@ -1,0 +1,206 @@
+// The graph layer: a capture session (open, end, or drop after an error) and the replays of its
+// graph. The arrays' part is core/detail/array_capture.hpp, the backends' runtime/detail/capture.hpp.
+#include <smartarray/graph/graph.hpp>
+#include <smartarray/core/detail/array_capture.hpp>
+#include <smartarray/core/detail/array_core.hpp>
+#include <smartarray/core/detail/stream_order.hpp>
+#include <smartarray/memory/memory_resource.hpp>
+#include <smartarray/runtime/detail/capture.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
+#include <smartarray/error.hpp>
+
+#include <iostream>
+#include <utility>
+
+namespace smartarray {
+
+struct Graph::Impl {
+  detail::GraphHandle handle = nullptr;
+  int device = 0;
+  std::vector<detail::GraphBinding> bindings;
+  std::vector<detail::KeptBlock> kept_blocks;
+  std::vector<std::function<void()>> keep_alive;
+  std::uint64_t launches = 0;
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl();
+};
+
+Graph::Impl::~Impl() {
+  for (const detail::GraphBinding& binding : bindings) {
+    binding.token->pins.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  detail::Runtime& rt = detail::runtime();
+  try {
+    // Replays may still run, and read or write the temporaries.
+    if (launches > 0 || !kept_blocks.empty()) {
+      const int previous = rt.current_device();
+      if (previous != device) rt.set_current_device(device);
+      rt.synchronize_device();
+      if (previous != device) rt.set_current_device(previous);
+    }
+  } catch (const std::exception& error) {
+    std::cerr << "smartarray: destroying a graph: waiting for its device failed (" << error.what()
+              << "); its temporaries are leaked\n";
+    kept_blocks.clear();
+  }
+  if (handle != nullptr) rt.destroy_graph(handle);
+  for (const detail::KeptBlock& block : kept_blocks) {
+    block.resource->deallocate_sync(block.ptr, block.bytes, block.alignment);
+  }
+}
+
+Graph::Graph() noexcept = default;
+Graph::Graph(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+Graph::~Graph() = default;
+Graph::Graph(Graph&& other) noexcept = default;
+Graph& Graph::operator=(Graph&& other) noexcept = default;
+
+int Graph::device() const {
+  SMARTARRAY_EXPECTS(impl_ != nullptr, logic_error, "device() of an empty Graph");
+  return impl_->device;
+}
+
+std::uint64_t Graph::launches() const noexcept { return impl_ == nullptr ? 0 : impl_->launches; }
+
+std::vector<GraphArray> Graph::arrays() const {
+  std::vector<GraphArray> arrays;
+  if (impl_ == nullptr) return arrays;
+  for (const detail::GraphBinding& binding : impl_->bindings) {
+    arrays.push_back({binding.id, binding.name, binding.device, binding.reads.bytes(),
+                      binding.writes.bytes()});
+  }
+  return arrays;
+}
+
+void Graph::launch(StreamRef stream, smartarray::source_location where) {
+  SMARTARRAY_EXPECTS(impl_ != nullptr, logic_error, "launch of an empty Graph (default-constructed "
+                     "or moved from) at ", where.file_name(), ":", where.line());
+  detail::Runtime& rt = detail::runtime();
+  const StreamRef on = rt.canonical(stream);
+  if (rt.device_count() > 1) {
+    SMARTARRAY_EXPECTS(rt.stream_device(on) == impl_->device, logic_error, "launch at ",
+                       where.file_name(), ":", where.line(), " on stream ", on.handle(),
+                       " of device ", rt.stream_device(on), ": the graph was captured on device ",
+                       impl_->device);
+  }
+  // Each array is checked before its fix-up; a failure leaves the arrays before it with more
+  // valid bytes, never fewer, and the graph's writes uncommitted.
+  for (const detail::GraphBinding& binding : impl_->bindings) {
+    SMARTARRAY_EXPECTS(binding.token->alive.load(std::memory_order_acquire), logic_error,
+                       binding.name, " was destroyed since the graph was captured; capture the "
+                       "graph again");
+    binding.array->prepare_replay(binding, on, where);
+  }
+  rt.launch_graph(impl_->handle, on);
+  ++impl_->launches;
+  for (const detail::GraphBinding& binding : impl_->bindings) binding.array->commit_replay(binding);
+}
+
+namespace detail {
+
+struct CaptureSession::State {
+  CaptureState runtime_side;
+  ArrayCapture arrays;
+  bool open = true;       ///< the thread's capture state is set, and the backend captures
+  bool finished = false;  ///< a graph took the kept blocks
+
+  State(StreamRef origin, int device, const smartarray::source_location& where) : arrays(device) {
+    runtime_side.origin = origin;
+    runtime_side.device = device;
+    runtime_side.file = where.file_name();
+    runtime_side.line = static_cast<unsigned>(where.line());
+  }
+
+  /// Ends the thread's capture state: from here on nothing is recorded or kept.
+  void close() noexcept {
+    active_capture_state = nullptr;
+    active_array_capture = nullptr;
+    open = false;
+  }
+  /// Every array that still exists gets its tracker back.
+  void restore_arrays() noexcept {
+    for (CapturedArray& entry : arrays.arrays()) {
+      if (!entry.released) entry.binding.array->end_capture(entry);
+    }
+  }
+  /// The first array released inside the capture after the graph read it: no array holds the
+  /// data the graph reads at its replays any more.
+  [[nodiscard]] const CapturedArray* released_after_read() noexcept {
+    for (const CapturedArray& entry : arrays.arrays()) {
+      if (entry.released && !entry.binding.reads.empty()) return &entry;
+    }
+    return nullptr;
+  }
+};
+
+CaptureSession::CaptureSession(StreamRef stream, const smartarray::source_location& where) {
+  if (const CaptureState* const open = active_capture()) {
+    throw logic_error(concat("sa::capture at ", where.file_name(), ":", where.line(),
+                             " inside the capture opened at ", open->file, ":", open->line,
+                             ": captures do not nest"));
+  }
+  Runtime& rt = runtime();
+  const StreamRef on = rt.canonical(stream);
+  rt.begin_capture(on);
+  state_ = std::make_unique<State>(on, rt.stream_device(on), where);
+  active_capture_state = &state_->runtime_side;
+  active_array_capture = &state_->arrays;
+}
+
+CaptureSession::~CaptureSession() {
+  if (state_ == nullptr || state_->finished) return;
+  if (state_->open) {
+    state_->close();
+    runtime().abort_capture(state_->runtime_side.origin);
+  }
+  state_->restore_arrays();
+  // Nothing recorded will run: the blocks go back as they were released.
+  for (const KeptBlock& block : state_->runtime_side.kept_blocks) {
+    block.resource->deallocate(block.stream, block.ptr, block.bytes, block.alignment);
+  }
+}
+
+StreamRef CaptureSession::stream() const noexcept { return state_->runtime_side.origin; }
+
+Graph CaptureSession::finish() {
+  State& state = *state_;
+  Runtime& rt = runtime();
+  auto impl = std::make_unique<Graph::Impl>();
+  impl->device = state.runtime_side.device;
+  std::string failure = state.arrays.failure();
+  if (failure.empty()) {
+    if (const CapturedArray* entry = state.released_after_read()) {
+      failure = concat(entry->binding.name,
+                       " was destroyed or assigned to inside the capture after the graph read "
+                       "it: no array holds the data the graph reads at its replays");
+    }
+  }
+  // Whatever happens next, the capture is over; on an error the destructor puts the arrays
+  // back and releases the kept blocks.
+  join_back(state.runtime_side);
+  state.close();
+  impl->handle = rt.end_capture(state.runtime_side.origin);
+  if (!failure.empty()) {
+    rt.destroy_graph(impl->handle);
+    impl->handle = nullptr;
+    throw logic_error(concat("sa::capture at ", state.runtime_side.file, ":",
+                             state.runtime_side.line, ": ", failure));
+  }
+  for (CapturedArray& entry : state.arrays.arrays()) {
+    if (entry.released) continue;  // a temporary of the graph: its buffer is a kept block
+    entry.binding.token = entry.binding.array->graph_token();
+    entry.binding.token->pins.fetch_add(1, std::memory_order_acq_rel);
+    impl->bindings.push_back(entry.binding);
+  }
+  state.restore_arrays();
+  impl->kept_blocks = std::move(state.runtime_side.kept_blocks);
+  impl->keep_alive = std::move(state.runtime_side.keep_alive);
+  state.finished = true;
+  return Graph(std::move(impl));
+}
+
+}  // namespace detail
+}  // namespace smartarray
