@@ -179,18 +179,25 @@ void ArrayCore::check_binding(const GraphBinding& binding) const {
                      "reallocated, moved, swapped or assigned to since); capture the graph again");
 }
 
-void ArrayCore::prepare_replay(const GraphBinding& binding, StreamRef stream,
+bool ArrayCore::prepare_replay(const GraphBinding& binding, StreamRef stream,
                                const smartarray::source_location& where) {
-  Transaction transaction(*this, Transaction::Kind::use, &where);
-  check_binding(binding);
   const int device = binding.device;
   const bool writes = !binding.writes.empty();
-  // The steady state: the device holds every byte (alone, for a graph that writes), and the
-  // stream is already ordered after every other use.
-  if (device_current_for(device, writes ? Access::read_write : Access::read, stream)) {
-    transaction.changed_nothing();
-    return;
+  const Access access = writes ? Access::read_write : Access::read;
+  {
+    // The steady state, under the lock alone: the device holds every byte (alone, for a graph
+    // that writes, so that its writes change nothing either), and the stream is already ordered
+    // after every other use.
+    std::lock_guard lock(mutex_);
+    check_binding(binding);
+    device_copy(device).order.forget_retired();
+    if (device_current_for(device, access, stream)) {
+      touch();
+      return false;
+    }
   }
+  Transaction transaction(*this, Transaction::Kind::use, &where);
+  check_binding(binding);
   for (const ByteRange& range : binding.reads.ranges()) {
     if (!state_.holds_range(Place(Side::device, device), range)) {
       (void)acquire_device_locked(device, Access::read, range, stream, where);
@@ -199,10 +206,10 @@ void ArrayCore::prepare_replay(const GraphBinding& binding, StreamRef stream,
   device_copy(device).order.order_device_access(
       writes ? Ordering::after_every_use : Ordering::after_writer, stream);
   transaction.start_views(device);
+  return writes;
 }
 
 void ArrayCore::commit_replay(const GraphBinding& binding) noexcept {
-  if (binding.writes.empty()) return;
   Transaction transaction(*this, Transaction::Kind::change);
   const Place place(Side::device, binding.device);
   // A discard copies nothing: its transition only marks the range held by `place` alone.

@@ -18,6 +18,8 @@ struct Graph::Impl {
   detail::GraphHandle handle = nullptr;
   int device = 0;
   std::vector<detail::GraphBinding> bindings;
+  /// Per binding, whether the launch in progress must commit its writes.
+  std::vector<bool> commit;
   std::vector<detail::KeptBlock> kept_blocks;
   std::vector<std::function<void()>> keep_alive;
   std::uint64_t launches = 0;
@@ -88,15 +90,19 @@ void Graph::launch(StreamRef stream, smartarray::source_location where) {
   }
   // Each array is checked before its fix-up; a failure leaves the arrays before it with more
   // valid bytes, never fewer, and the graph's writes uncommitted.
-  for (const detail::GraphBinding& binding : impl_->bindings) {
+  std::vector<bool>& commit = impl_->commit;
+  for (std::size_t i = 0; i < impl_->bindings.size(); ++i) {
+    const detail::GraphBinding& binding = impl_->bindings[i];
     SMARTARRAY_EXPECTS(binding.token->alive.load(std::memory_order_acquire), logic_error,
                        binding.name, " was destroyed since the graph was captured; capture the "
                        "graph again");
-    binding.array->prepare_replay(binding, on, where);
+    commit[i] = binding.array->prepare_replay(binding, on, where);
   }
   rt.launch_graph(impl_->handle, on);
   ++impl_->launches;
-  for (const detail::GraphBinding& binding : impl_->bindings) binding.array->commit_replay(binding);
+  for (std::size_t i = 0; i < impl_->bindings.size(); ++i) {
+    if (commit[i]) impl_->bindings[i].array->commit_replay(impl_->bindings[i]);
+  }
 }
 
 namespace detail {
@@ -195,6 +201,7 @@ Graph CaptureSession::finish() {
     entry.binding.token->pins.fetch_add(1, std::memory_order_acq_rel);
     impl->bindings.push_back(entry.binding);
   }
+  impl->commit.assign(impl->bindings.size(), false);
   state.restore_arrays();
   impl->kept_blocks = std::move(state.runtime_side.kept_blocks);
   impl->keep_alive = std::move(state.runtime_side.keep_alive);

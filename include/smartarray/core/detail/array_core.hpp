@@ -324,9 +324,10 @@ class ArrayCore {
   [[nodiscard]] std::shared_ptr<GraphToken> graph_token();
   /// Before a replay on `stream`: checks that the array is as the graph bound it (logic_error
   /// naming what changed, and nothing changes), copies the stale bytes of the graph's reads to
-  /// its device, and orders `stream` after the pending work on that device copy.
-  void prepare_replay(const GraphBinding& binding, StreamRef stream,
-                      const smartarray::source_location& where);
+  /// its device, and orders `stream` after the pending work on that device copy. Returns whether
+  /// the replay's writes must be committed (false when the device holds the array alone already).
+  [[nodiscard]] bool prepare_replay(const GraphBinding& binding, StreamRef stream,
+                                    const smartarray::source_location& where);
   /// After the replay was enqueued: the graph's writes are held by its device alone.
   void commit_replay(const GraphBinding& binding) noexcept;
 
