@@ -1,9 +1,12 @@
-// Graphs (sa::capture, sa::Graph::launch): a replay copies exactly the stale bytes of the graph's
-// precondition, waits for nothing when nothing is stale, and commits what the graph wrote. Both
-// backends: the host backend records each captured stream's queue and replays it.
+// Graphs (sa::capture, sa::Graph::launch) across replays: a replay copies exactly the stale bytes
+// of the graph's precondition, waits for nothing when nothing is stale, commits what the graph
+// wrote, and refuses arrays that changed since the capture. Streams: two graphs sharing an array,
+// a fork and join, a stream that joins at its first use. Both backends: the host backend records
+// each captured stream's queue and replays it.
 #include "support/test_support.hpp"
 
 #include "support/device_ops.cuh"
+#include "support/graph_ops.cuh"
 
 #include <smartarray/memory/pool_resource.hpp>
 #include <smartarray/memory/upstream_resources.hpp>
@@ -15,6 +18,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sa = smartarray;
@@ -22,39 +26,7 @@ using sa::Access;
 using sa::SmartArray;
 using sa::test::host_copy;
 using sa::test::random_values;
-
-namespace {
-
-using u32 = std::uint32_t;
-constexpr std::size_t tile = 4096;  // the default tile, in bytes
-constexpr std::size_t n = 8 * tile / sizeof(u32);
-
-struct Axpy {
-  u32 a;
-  SMARTARRAY_HOST_DEVICE u32 operator()(u32 x, u32 y) const { return a * x + y; }
-};
-struct Mix {
-  SMARTARRAY_HOST_DEVICE u32 operator()(u32 x, u32 y) const { return (x ^ y) + 7U; }
-};
-
-/// The host reference of `rounds` axpy steps.
-std::vector<u32> axpy(u32 a, const std::vector<u32>& x, std::vector<u32> y, int rounds) {
-  for (int r = 0; r < rounds; ++r) {
-    for (std::size_t i = 0; i < y.size(); ++i) y[i] = a * x[i] + y[i];
-  }
-  return y;
-}
-
-/// The issue's chain: ten axpy steps on `s`.
-sa::Graph capture_chain(sa::StreamRef stream, SmartArray<u32>& x, SmartArray<u32>& y, u32 a) {
-  return sa::capture(stream, [&](sa::StreamRef s) {
-    for (int k = 0; k < 10; ++k) sa::transform(y, Axpy{a}, x, y, s);
-  });
-}
-
-std::uint64_t waits() { return sa::global_counters().snapshot().wait_count; }
-
-}  // namespace
+using namespace sa::test::graphs;
 
 TEST(Graphs, AThousandReplaysWithNoHostAccessCopyNothingAndWaitForNothing) {
   const auto xs = random_values<u32>(n);
@@ -245,98 +217,6 @@ TEST(Graphs, TwoGraphsSharingAnArrayOnTwoStreamsAreOrdered) {
 
 // --- what a capture refuses, and what an error inside one leaves ---------------------------------
 
-namespace {
-
-/// Runs `fn` as a capture that must fail with a message holding `expected`, then checks that
-/// `y` kept its values and host-only residency, and that `stream` still runs eager work.
-template <typename Fn>
-void expect_capture_error(sa::Stream& stream, SmartArray<u32>& y, const std::vector<u32>& ys,
-                          Fn fn, const std::string& expected) {
-  {
-    sa::ExpectTransfers nothing({});
-    try {
-      (void)sa::capture(stream, fn);
-      ADD_FAILURE() << "the capture must fail with: " << expected;
-    } catch (const std::exception& error) {
-      EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
-    }
-  }
-  EXPECT_TRUE(y.is_valid(sa::Side::host));
-  EXPECT_FALSE(y.is_valid(sa::Side::device));
-  EXPECT_EQ(host_copy(y), ys);
-  SmartArray<u32> probe(ys);
-  sa::transform(probe, Axpy{2}, probe, 1U, stream);
-  EXPECT_EQ(host_copy(probe), axpy(2, ys, std::vector<u32>(n, 1U), 1));
-}
-
-}  // namespace
-
-TEST(Graphs, InsideACaptureHostAccessOfAWrittenArrayAndHostWaitsThrowNamingTheCall) {
-  const auto xs = random_values<u32>(n);
-  const auto ys = random_values<u32>(n);
-  SmartArray<u32> x(xs);
-  SmartArray<u32> y(ys);
-  sa::Stream stream;
-  const auto write_y = [&](sa::StreamRef s) { sa::transform(y, Axpy{2}, x, y, s); };
-  expect_capture_error(
-      stream, y, ys, [&](sa::StreamRef s) { write_y(s), (void)y[3]; }, "element access");
-  expect_capture_error(
-      stream, y, ys, [&](sa::StreamRef s) { write_y(s), (void)std::as_const(y)[3]; },
-      "element access");
-  expect_capture_error(
-      stream, y, ys, [&](sa::StreamRef s) { write_y(s), (void)y.host_view(); }, "host access");
-  expect_capture_error(
-      stream, y, ys, [&](sa::StreamRef s) { write_y(s), sa::synchronize(s); }, "synchronize");
-  expect_capture_error(
-      stream, y, ys, [&](sa::StreamRef s) { write_y(s), sa::synchronize_device(); },
-      "synchronize_device");
-  expect_capture_error(
-      stream, y, ys,
-      [&](sa::StreamRef s) { write_y(s), (void)sa::capture(s, [](sa::StreamRef) {}); },
-      "captures do not nest");
-  // A host read of an array the graph only reads is an ordinary read.
-  sa::Graph reads = sa::capture(stream, [&](sa::StreamRef s) {
-    sa::transform(y, Axpy{2}, x, y, s);
-    EXPECT_EQ(host_copy(x), xs);
-  });
-  EXPECT_EQ(reads.arrays().size(), 2U);
-}
-
-TEST(Graphs, AnExceptionInsideTheCaptureLeavesResidencyAndTheStreamAsTheyWere) {
-  const auto xs = random_values<u32>(n);
-  const auto ys = random_values<u32>(n);
-  SmartArray<u32> x(xs);
-  SmartArray<u32> y(ys);
-  sa::Stream stream;
-  expect_capture_error(
-      stream, y, ys,
-      [&](sa::StreamRef s) {
-        sa::transform(y, Axpy{2}, x, y, s);
-        throw std::runtime_error("user failure");
-      },
-      "user failure");
-  EXPECT_FALSE(x.is_valid(sa::Side::device));
-  sa::Graph graph = capture_chain(stream, x, y, 2);
-  graph.launch(stream);
-  EXPECT_EQ(host_copy(y), axpy(2, xs, ys, 10));
-}
-
-TEST(Graphs, CapturesRefuseTheDefaultStreamAndManagedArrays) {
-  const auto xs = random_values<u32>(n);
-  const auto ys = random_values<u32>(n);
-  SmartArray<u32> x(xs);
-  SmartArray<u32> y(ys);
-  sa::Stream stream;
-  EXPECT_THROW((void)sa::capture(sa::StreamRef{}, [](sa::StreamRef) {}), sa::logic_error);
-  SmartArray<u32> managed(xs, sa::ArrayOptions{.mode = sa::MemoryMode::managed});
-  expect_capture_error(
-      stream, y, ys,
-      [&](sa::StreamRef s) { sa::transform(managed, Axpy{2}, managed, 1U, s); }, "managed mode");
-  EXPECT_EQ(host_copy(managed), xs);
-}
-
-// A stream of the device that the captured calls use joins the capture at its first use (after
-// the work captured so far) and is joined back when the capture ends.
 TEST(Graphs, AnotherStreamJoinsTheCaptureAtItsFirstUse) {
   const auto xs = random_values<u32>(n);
   SmartArray<u32> x(xs);
@@ -354,38 +234,6 @@ TEST(Graphs, AnotherStreamJoinsTheCaptureAtItsFirstUse) {
   EXPECT_EQ(host_copy(y), expected);
 }
 
-TEST(Graphs, PoolGrowthThatWouldEvictInsideACaptureThrows) {
-  constexpr std::size_t block_bytes = std::size_t{1} << 20;
-  sa::DeviceMemoryResource upstream;
-  sa::PoolOptions options;
-  options.chunk_size = block_bytes;
-  options.max_chunk_size = block_bytes;
-  options.maximum_size = block_bytes;
-  options.name = "graph pool";
-  sa::PoolResource pool(upstream, options);
-  const sa::ArrayOptions in_pool{.device_resource = &pool};
-  const auto values = random_values<u32>(block_bytes / sizeof(u32));
-  SmartArray<u32> a(values, in_pool);
-  SmartArray<u32> b(values, in_pool);
-  sa::Stream stream;
-  try {
-    (void)sa::capture(stream, [&](sa::StreamRef s) {
-      sa::transform(a, Axpy{2}, a, 1U, s);
-      sa::transform(b, Axpy{2}, b, 1U, s);
-    });
-    FAIL() << "the second buffer does not fit the pool";
-  } catch (const sa::logic_error& error) {
-    EXPECT_NE(std::string(error.what()).find("graph pool out of memory"), std::string::npos)
-        << error.what();
-    EXPECT_NE(std::string(error.what()).find("inside sa::capture"), std::string::npos);
-  }
-  EXPECT_EQ(host_copy(a), values);
-  EXPECT_EQ(host_copy(b), values);
-}
-
-// --- what a capture holds ------------------------------------------------------------------------
-
-// b on s1 forks c onto s2 (which waits for b's writer) while s1 computes d; e joins s2 back.
 TEST(Graphs, AForkAndJoinAcrossTwoStreamsReplaysInOrder) {
   const auto as = random_values<u32>(n);
   SmartArray<u32> a(as);
@@ -419,123 +267,3 @@ TEST(Graphs, AForkAndJoinAcrossTwoStreamsReplaysInOrder) {
 }
 
 // A temporary (a map result) released inside the capture stays reserved for the graph.
-TEST(Graphs, TemporariesComeFromThePoolAtCaptureAndStayReservedForTheGraph) {
-  const auto xs = random_values<u32>(n);
-  const auto ys = random_values<u32>(n);
-  SmartArray<u32> x(xs);
-  SmartArray<u32> y(ys);
-  SmartArray<u32> z(n, 0U);
-  sa::Stream stream;
-  // The arrays' own buffers first: the capture then allocates only the temporary.
-  sa::transform(z, Axpy{1}, x, y, stream);
-  stream.synchronize();
-  sa::StatisticsAdaptor& resource = sa::default_device_resource();
-  const std::size_t before = resource.stats().current_bytes;
-  {
-    sa::Graph graph = sa::capture(stream, [&](sa::StreamRef s) {
-      const SmartArray<u32> t = sa::map(Axpy{2}, x, y, s);
-      sa::transform(sa::out(z), Mix{}, t, x, s);
-    });
-    EXPECT_EQ(resource.stats().current_bytes, before + n * sizeof(u32));
-    EXPECT_EQ(graph.arrays().size(), 3U);  // the temporary is the graph's own
-    graph.launch(stream);
-    graph.launch(stream);
-    std::vector<u32> expected(n);
-    for (std::size_t i = 0; i < n; ++i) expected[i] = Mix{}(2 * xs[i] + ys[i], xs[i]);
-    EXPECT_EQ(host_copy(z), expected);
-  }
-  EXPECT_EQ(resource.stats().current_bytes, before);
-}
-
-namespace {
-struct Plus {
-  SMARTARRAY_HOST_DEVICE u32 operator()(u32 a, u32 b) const { return a + b; }
-};
-struct AddInto {
-  sa::DeviceView<u32> out;
-  sa::DeviceView<const u32> add;
-  SMARTARRAY_HOST_DEVICE void operator()(std::size_t i) const { out[i] += add[i]; }
-};
-}  // namespace
-
-// fill, copy, for_each_index on a view, a slice, and a reduction whose result leaves the capture.
-TEST(Graphs, AdaptersSlicesAndAnEscapingReductionReplay) {
-  const auto xs = random_values<u32>(n);
-  SmartArray<u32> x(xs);
-  SmartArray<u32> v(n, 0U);
-  SmartArray<u32> w(n, 0U);
-  SmartArray<u32> sum;
-  sa::Stream stream;
-  sa::Graph graph = sa::capture(stream, [&](sa::StreamRef s) {
-    sa::fill(w, 5U, s);
-    sa::copy(v, x, s);
-    const sa::DeviceView<u32> out = v.device_view(Access::read_write, s);
-    const sa::DeviceView<const u32> add = w.device_view(Access::read, s);
-    sa::for_each_index(out.size(), AddInto{out, add}, s);
-    sa::fill(v.slice(0, 4), 1U, s);
-    sum = sa::reduce_async(v, 0U, Plus{}, s);
-  });
-  EXPECT_EQ(graph.arrays().size(), 4U);
-  std::vector<u32> expected = xs;
-  for (u32& value : expected) value += 5;
-  for (std::size_t i = 0; i < 4; ++i) expected[i] = 1;
-  u32 total = 0;
-  for (const u32 value : expected) total += value;
-  for (int it = 0; it < 3; ++it) {
-    graph.launch(stream);
-    sa::ExpectTransfers one({.d2h = 1, .d2h_bytes = sizeof(u32)});
-    EXPECT_EQ(std::as_const(sum)[0], total);
-  }
-  EXPECT_EQ(host_copy(v), expected);
-}
-
-// An array that a graph binds keeps its device copy while the graph exists.
-TEST(Graphs, ArraysThatAGraphBindsAreNotEvicted) {
-  constexpr std::size_t block_bytes = std::size_t{1} << 20;
-  sa::DeviceMemoryResource upstream;
-  sa::PoolOptions options;
-  options.chunk_size = block_bytes;
-  options.max_chunk_size = block_bytes;
-  options.maximum_size = 2 * block_bytes;
-  sa::PoolResource pool(upstream, options);
-  const sa::ArrayOptions in_pool{.device_resource = &pool};
-  constexpr std::size_t count = block_bytes / sizeof(u32);
-  const auto values = random_values<u32>(count);
-  SmartArray<u32> a(values, in_pool);
-  SmartArray<u32> b(values, in_pool);
-  SmartArray<u32> c(values, in_pool);
-  sa::Stream stream;
-  {
-    sa::Graph graph = sa::capture(stream, [&](sa::StreamRef s) {
-      sa::transform(b, Plus{}, a, b, s);
-    });
-    graph.launch(stream);
-    EXPECT_THROW(sa::transform(c, Plus{}, c, 1U, stream), sa::out_of_memory);
-    EXPECT_TRUE(a.is_valid(sa::Side::device));
-    graph.launch(stream);
-  }
-  // Without the graph, the clean copy of a makes room.
-  sa::transform(c, Plus{}, c, 1U, stream);
-  EXPECT_FALSE(a.is_valid(sa::Side::device));
-  std::vector<u32> twice(count);
-  for (std::size_t i = 0; i < count; ++i) twice[i] = 3 * values[i];
-  EXPECT_EQ(host_copy(b), twice);
-  EXPECT_EQ(host_copy(a), values);
-}
-
-TEST(Graphs, OneCaptureRecordsOneDevice) {
-  if (sa::device_count() < 2) GTEST_SKIP() << "needs two devices";
-  const auto xs = random_values<u32>(n);
-  SmartArray<u32> y(random_values<u32>(n));
-  const auto ys = host_copy(y);
-  SmartArray<u32> x(xs);
-  sa::Stream stream(sa::Device{0});
-  sa::Stream second(sa::Device{1});
-  expect_capture_error(
-      stream, y, ys, [&](sa::StreamRef) { sa::transform(x, Axpy{2}, x, 1U, second); },
-      "one capture records the work of one device");
-  sa::Graph graph = capture_chain(stream, x, y, 3);
-  EXPECT_THROW(graph.launch(second), sa::logic_error);
-  graph.launch(stream);
-  EXPECT_EQ(host_copy(y), axpy(3, xs, ys, 10));
-}

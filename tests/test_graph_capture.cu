@@ -1,0 +1,318 @@
+// Graphs (sa::capture) inside the capture: what it refuses (host access of what the graph writes,
+// host waits, the default stream, managed arrays, the pool's out-of-memory path, a second device),
+// what an error leaves (residency and the stream as they were), and what it holds: temporaries
+// reserved for the graph, adapters, slices, an escaping reduction, sa::launch and Thrust (cuda
+// backend), and arrays kept from eviction. Both backends.
+#include "support/test_support.hpp"
+
+#include "support/device_ops.cuh"
+#include "support/graph_ops.cuh"
+
+#include <smartarray/adapters/thrust_interop.hpp>
+
+#include <thrust/execution_policy.h>
+#include <thrust/transform.h>
+
+#include <smartarray/memory/pool_resource.hpp>
+#include <smartarray/memory/upstream_resources.hpp>
+#include <smartarray/smartarray.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sa = smartarray;
+using sa::Access;
+using sa::SmartArray;
+using sa::test::host_copy;
+using sa::test::random_values;
+using namespace sa::test::graphs;
+
+namespace {
+__global__ void scale_add_kernel(sa::DeviceView<const u32> x, sa::DeviceView<u32> y) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < y.size();
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    y[i] = 3 * x[i] + y[i];
+  }
+}
+}  // namespace
+
+namespace {
+
+/// Runs `fn` as a capture that must fail with a message holding `expected`, then checks that
+/// `y` kept its values and host-only residency, and that `stream` still runs eager work.
+template <typename Fn>
+void expect_capture_error(sa::Stream& stream, SmartArray<u32>& y, const std::vector<u32>& ys,
+                          Fn fn, const std::string& expected) {
+  {
+    sa::ExpectTransfers nothing({});
+    try {
+      (void)sa::capture(stream, fn);
+      ADD_FAILURE() << "the capture must fail with: " << expected;
+    } catch (const std::exception& error) {
+      EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_TRUE(y.is_valid(sa::Side::host));
+  EXPECT_FALSE(y.is_valid(sa::Side::device));
+  EXPECT_EQ(host_copy(y), ys);
+  SmartArray<u32> probe(ys);
+  sa::transform(probe, Axpy{2}, probe, 1U, stream);
+  EXPECT_EQ(host_copy(probe), axpy(2, ys, std::vector<u32>(n, 1U), 1));
+}
+
+}  // namespace
+
+TEST(Graphs, InsideACaptureHostAccessOfAWrittenArrayAndHostWaitsThrowNamingTheCall) {
+  const auto xs = random_values<u32>(n);
+  const auto ys = random_values<u32>(n);
+  SmartArray<u32> x(xs);
+  SmartArray<u32> y(ys);
+  sa::Stream stream;
+  const auto write_y = [&](sa::StreamRef s) { sa::transform(y, Axpy{2}, x, y, s); };
+  expect_capture_error(
+      stream, y, ys, [&](sa::StreamRef s) { write_y(s), (void)y[3]; }, "element access");
+  expect_capture_error(
+      stream, y, ys, [&](sa::StreamRef s) { write_y(s), (void)std::as_const(y)[3]; },
+      "element access");
+  expect_capture_error(
+      stream, y, ys, [&](sa::StreamRef s) { write_y(s), (void)y.host_view(); }, "host access");
+  expect_capture_error(
+      stream, y, ys, [&](sa::StreamRef s) { write_y(s), sa::synchronize(s); }, "synchronize");
+  expect_capture_error(
+      stream, y, ys, [&](sa::StreamRef s) { write_y(s), sa::synchronize_device(); },
+      "synchronize_device");
+  expect_capture_error(
+      stream, y, ys,
+      [&](sa::StreamRef s) { write_y(s), (void)sa::capture(s, [](sa::StreamRef) {}); },
+      "captures do not nest");
+  // A host read of an array the graph only reads is an ordinary read.
+  sa::Graph reads = sa::capture(stream, [&](sa::StreamRef s) {
+    sa::transform(y, Axpy{2}, x, y, s);
+    EXPECT_EQ(host_copy(x), xs);
+  });
+  EXPECT_EQ(reads.arrays().size(), 2U);
+}
+
+TEST(Graphs, AnExceptionInsideTheCaptureLeavesResidencyAndTheStreamAsTheyWere) {
+  const auto xs = random_values<u32>(n);
+  const auto ys = random_values<u32>(n);
+  SmartArray<u32> x(xs);
+  SmartArray<u32> y(ys);
+  sa::Stream stream;
+  expect_capture_error(
+      stream, y, ys,
+      [&](sa::StreamRef s) {
+        sa::transform(y, Axpy{2}, x, y, s);
+        throw std::runtime_error("user failure");
+      },
+      "user failure");
+  EXPECT_FALSE(x.is_valid(sa::Side::device));
+  sa::Graph graph = capture_chain(stream, x, y, 2);
+  graph.launch(stream);
+  EXPECT_EQ(host_copy(y), axpy(2, xs, ys, 10));
+}
+
+TEST(Graphs, CapturesRefuseTheDefaultStreamAndManagedArrays) {
+  const auto xs = random_values<u32>(n);
+  const auto ys = random_values<u32>(n);
+  SmartArray<u32> x(xs);
+  SmartArray<u32> y(ys);
+  sa::Stream stream;
+  EXPECT_THROW((void)sa::capture(sa::StreamRef{}, [](sa::StreamRef) {}), sa::logic_error);
+  SmartArray<u32> managed(xs, sa::ArrayOptions{.mode = sa::MemoryMode::managed});
+  expect_capture_error(
+      stream, y, ys,
+      [&](sa::StreamRef s) { sa::transform(managed, Axpy{2}, managed, 1U, s); }, "managed mode");
+  EXPECT_EQ(host_copy(managed), xs);
+}
+
+// A stream of the device that the captured calls use joins the capture at its first use (after
+// the work captured so far) and is joined back when the capture ends.
+TEST(Graphs, PoolGrowthThatWouldEvictInsideACaptureThrows) {
+  constexpr std::size_t block_bytes = std::size_t{1} << 20;
+  sa::DeviceMemoryResource upstream;
+  sa::PoolOptions options;
+  options.chunk_size = block_bytes;
+  options.max_chunk_size = block_bytes;
+  options.maximum_size = block_bytes;
+  options.name = "graph pool";
+  sa::PoolResource pool(upstream, options);
+  const sa::ArrayOptions in_pool{.device_resource = &pool};
+  const auto values = random_values<u32>(block_bytes / sizeof(u32));
+  SmartArray<u32> a(values, in_pool);
+  SmartArray<u32> b(values, in_pool);
+  sa::Stream stream;
+  try {
+    (void)sa::capture(stream, [&](sa::StreamRef s) {
+      sa::transform(a, Axpy{2}, a, 1U, s);
+      sa::transform(b, Axpy{2}, b, 1U, s);
+    });
+    FAIL() << "the second buffer does not fit the pool";
+  } catch (const sa::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("graph pool out of memory"), std::string::npos)
+        << error.what();
+    EXPECT_NE(std::string(error.what()).find("inside sa::capture"), std::string::npos);
+  }
+  EXPECT_EQ(host_copy(a), values);
+  EXPECT_EQ(host_copy(b), values);
+}
+
+// --- what a capture holds ------------------------------------------------------------------------
+
+// b on s1 forks c onto s2 (which waits for b's writer) while s1 computes d; e joins s2 back.
+TEST(Graphs, TemporariesComeFromThePoolAtCaptureAndStayReservedForTheGraph) {
+  const auto xs = random_values<u32>(n);
+  const auto ys = random_values<u32>(n);
+  SmartArray<u32> x(xs);
+  SmartArray<u32> y(ys);
+  SmartArray<u32> z(n, 0U);
+  sa::Stream stream;
+  // The arrays' own buffers first: the capture then allocates only the temporary.
+  sa::transform(z, Axpy{1}, x, y, stream);
+  stream.synchronize();
+  sa::StatisticsAdaptor& resource = sa::default_device_resource();
+  const std::size_t before = resource.stats().current_bytes;
+  {
+    sa::Graph graph = sa::capture(stream, [&](sa::StreamRef s) {
+      const SmartArray<u32> t = sa::map(Axpy{2}, x, y, s);
+      sa::transform(sa::out(z), Mix{}, t, x, s);
+    });
+    EXPECT_EQ(resource.stats().current_bytes, before + n * sizeof(u32));
+    EXPECT_EQ(graph.arrays().size(), 3U);  // the temporary is the graph's own
+    graph.launch(stream);
+    graph.launch(stream);
+    std::vector<u32> expected(n);
+    for (std::size_t i = 0; i < n; ++i) expected[i] = Mix{}(2 * xs[i] + ys[i], xs[i]);
+    EXPECT_EQ(host_copy(z), expected);
+  }
+  EXPECT_EQ(resource.stats().current_bytes, before);
+}
+
+namespace {
+struct AddInto {
+  sa::DeviceView<u32> out;
+  sa::DeviceView<const u32> add;
+  SMARTARRAY_HOST_DEVICE void operator()(std::size_t i) const { out[i] += add[i]; }
+};
+}  // namespace
+
+// fill, copy, for_each_index on a view, a slice, and a reduction whose result leaves the capture.
+TEST(Graphs, AdaptersSlicesAndAnEscapingReductionReplay) {
+  const auto xs = random_values<u32>(n);
+  SmartArray<u32> x(xs);
+  SmartArray<u32> v(n, 0U);
+  SmartArray<u32> w(n, 0U);
+  SmartArray<u32> sum;
+  sa::Stream stream;
+  sa::Graph graph = sa::capture(stream, [&](sa::StreamRef s) {
+    sa::fill(w, 5U, s);
+    sa::copy(v, x, s);
+    const sa::DeviceView<u32> out = v.device_view(Access::read_write, s);
+    const sa::DeviceView<const u32> add = w.device_view(Access::read, s);
+    sa::for_each_index(out.size(), AddInto{out, add}, s);
+    sa::fill(v.slice(0, 4), 1U, s);
+    sum = sa::reduce_async(v, 0U, Plus{}, s);
+  });
+  EXPECT_EQ(graph.arrays().size(), 4U);
+  std::vector<u32> expected = xs;
+  for (u32& value : expected) value += 5;
+  for (std::size_t i = 0; i < 4; ++i) expected[i] = 1;
+  u32 total = 0;
+  for (const u32 value : expected) total += value;
+  for (int it = 0; it < 3; ++it) {
+    graph.launch(stream);
+    sa::ExpectTransfers one({.d2h = 1, .d2h_bytes = sizeof(u32)});
+    EXPECT_EQ(std::as_const(sum)[0], total);
+  }
+  EXPECT_EQ(host_copy(v), expected);
+}
+
+// An array that a graph binds keeps its device copy while the graph exists.
+TEST(Graphs, ArraysThatAGraphBindsAreNotEvicted) {
+  constexpr std::size_t block_bytes = std::size_t{1} << 20;
+  sa::DeviceMemoryResource upstream;
+  sa::PoolOptions options;
+  options.chunk_size = block_bytes;
+  options.max_chunk_size = block_bytes;
+  options.maximum_size = 2 * block_bytes;
+  sa::PoolResource pool(upstream, options);
+  const sa::ArrayOptions in_pool{.device_resource = &pool};
+  constexpr std::size_t count = block_bytes / sizeof(u32);
+  const auto values = random_values<u32>(count);
+  SmartArray<u32> a(values, in_pool);
+  SmartArray<u32> b(values, in_pool);
+  SmartArray<u32> c(values, in_pool);
+  sa::Stream stream;
+  {
+    sa::Graph graph = sa::capture(stream, [&](sa::StreamRef s) {
+      sa::transform(b, Plus{}, a, b, s);
+    });
+    graph.launch(stream);
+    EXPECT_THROW(sa::transform(c, Plus{}, c, 1U, stream), sa::out_of_memory);
+    EXPECT_TRUE(a.is_valid(sa::Side::device));
+    graph.launch(stream);
+  }
+  // Without the graph, the clean copy of a makes room.
+  sa::transform(c, Plus{}, c, 1U, stream);
+  EXPECT_FALSE(a.is_valid(sa::Side::device));
+  std::vector<u32> twice(count);
+  for (std::size_t i = 0; i < count; ++i) twice[i] = 3 * values[i];
+  EXPECT_EQ(host_copy(b), twice);
+  EXPECT_EQ(host_copy(a), values);
+}
+
+TEST(Graphs, OneCaptureRecordsOneDevice) {
+  if (sa::device_count() < 2) GTEST_SKIP() << "needs two devices";
+  const auto xs = random_values<u32>(n);
+  SmartArray<u32> y(random_values<u32>(n));
+  const auto ys = host_copy(y);
+  SmartArray<u32> x(xs);
+  sa::Stream stream(sa::Device{0});
+  sa::Stream second(sa::Device{1});
+  expect_capture_error(
+      stream, y, ys, [&](sa::StreamRef) { sa::transform(x, Axpy{2}, x, 1U, second); },
+      "one capture records the work of one device");
+  sa::Graph graph = capture_chain(stream, x, y, 3);
+  EXPECT_THROW(graph.launch(second), sa::logic_error);
+  graph.launch(stream);
+  EXPECT_EQ(host_copy(y), axpy(3, xs, ys, 10));
+}
+
+// A raw kernel through sa::launch and a Thrust algorithm on device_begin/device_end: both record
+// into the graph and replay (cuda backend: Thrust's device system and __global__ kernels are CUDA).
+TEST(Graphs, SaLaunchAndThrustReplay) {
+  if (sa::test::on_host_backend()) GTEST_SKIP() << "raw kernels and Thrust need the cuda backend";
+  const auto xs = random_values<u32>(n);
+  const auto ys = random_values<u32>(n);
+  SmartArray<u32> x(xs);
+  SmartArray<u32> y(ys);
+  SmartArray<u32> z(n, 0U);
+  sa::Stream stream;
+  sa::Graph graph = sa::capture(stream, [&](sa::StreamRef s) {
+    sa::launch(scale_add_kernel, 64, 256, s, x, y);
+    thrust::transform(thrust::cuda::par_nosync.on(s.cuda_stream()),
+                      sa::device_begin(y, Access::read, s), sa::device_end(y, Access::read, s),
+                      sa::device_begin(x, Access::read, s),
+                      sa::device_begin(z, Access::discard, s), Mix{});
+  });
+  EXPECT_EQ(graph.arrays().size(), 3U);
+  {
+    sa::ExpectTransfers first({.h2d = 2, .h2d_bytes = 2 * n * sizeof(u32)});
+    graph.launch(stream);
+  }
+  {
+    sa::ExpectTransfers none({});
+    graph.launch(stream);
+  }
+  const auto y2 = axpy(3, xs, ys, 2);
+  std::vector<u32> expected(n);
+  for (std::size_t i = 0; i < n; ++i) expected[i] = Mix{}(y2[i], xs[i]);
+  EXPECT_EQ(host_copy(z), expected);
+  EXPECT_EQ(host_copy(y), y2);
+}
