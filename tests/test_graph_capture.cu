@@ -297,8 +297,8 @@ TEST(Graphs, SaLaunchAndThrustReplay) {
   sa::Graph graph = sa::capture(stream, [&](sa::StreamRef s) {
     sa::launch(scale_add_kernel, 64, 256, s, x, y);
     thrust::transform(thrust::cuda::par_nosync.on(s.cuda_stream()),
-                      sa::device_begin(y, Access::read, s), sa::device_end(y, Access::read, s),
-                      sa::device_begin(x, Access::read, s),
+                      sa::device_begin(std::as_const(y), s), sa::device_end(std::as_const(y), s),
+                      sa::device_begin(std::as_const(x), s),
                       sa::device_begin(z, Access::discard, s), Mix{});
   });
   EXPECT_EQ(graph.arrays().size(), 3U);
