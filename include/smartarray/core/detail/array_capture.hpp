@@ -17,6 +17,7 @@
 #pragma once
 
 #include <smartarray/core/detail/run_list.hpp>
+#include <smartarray/core/detail/stream_order.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -28,7 +29,6 @@
 namespace smartarray::detail {
 
 class ArrayCore;
-class StreamOrder;
 
 /// Ranges of bytes, disjoint and sorted, merged when they touch.
 class RangeSet {
