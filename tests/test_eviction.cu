@@ -3,6 +3,7 @@
 // ones), whether the pool is the default one or the user's. Both backends.
 #include "support/test_support.hpp"
 
+#include "support/array_pool.hpp"
 #include "support/device_ops.cuh"
 
 #include <smartarray/memory/pool_resource.hpp>
@@ -25,25 +26,9 @@ using sa::test::scaled;
 
 namespace {
 
-constexpr std::size_t block_bytes = std::size_t{1} << 20;
+using sa::test::ArrayPool;
+constexpr std::size_t block_bytes = ArrayPool::block_bytes;
 constexpr std::size_t n = block_bytes / sizeof(float);
-
-/// A device pool of exactly `blocks` one-array blocks that may not grow further, and the options
-/// of arrays whose device copies it holds.
-struct ArrayPool {
-  explicit ArrayPool(std::size_t blocks) : pool(upstream, options_for(blocks)) {}
-  static sa::PoolOptions options_for(std::size_t blocks) {
-    sa::PoolOptions options;
-    options.chunk_size = block_bytes;
-    options.max_chunk_size = block_bytes;
-    options.maximum_size = blocks * block_bytes;
-    options.name = "array pool";
-    return options;
-  }
-  sa::DeviceMemoryResource upstream;
-  sa::PoolResource pool;
-  sa::ArrayOptions arrays{.device_resource = &pool};
-};
 
 bool device_valid(const SmartArray<float>& a) { return a.is_valid(sa::Side::device); }
 

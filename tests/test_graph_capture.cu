@@ -6,6 +6,7 @@
 #include "support/test_support.hpp"
 
 #include "support/device_ops.cuh"
+#include "support/array_pool.hpp"
 #include "support/graph_ops.cuh"
 
 #include <smartarray/adapters/thrust_interop.hpp>
@@ -13,8 +14,6 @@
 #include <thrust/execution_policy.h>
 #include <thrust/transform.h>
 
-#include <smartarray/memory/pool_resource.hpp>
-#include <smartarray/memory/upstream_resources.hpp>
 #include <smartarray/smartarray.hpp>
 
 #include <gtest/gtest.h>
@@ -132,19 +131,10 @@ TEST(Graphs, CapturesRefuseTheDefaultStreamAndManagedArrays) {
   EXPECT_EQ(host_copy(managed), xs);
 }
 
-// A stream of the device that the captured calls use joins the capture at its first use (after
-// the work captured so far) and is joined back when the capture ends.
 TEST(Graphs, PoolGrowthThatWouldEvictInsideACaptureThrows) {
-  constexpr std::size_t block_bytes = std::size_t{1} << 20;
-  sa::DeviceMemoryResource upstream;
-  sa::PoolOptions options;
-  options.chunk_size = block_bytes;
-  options.max_chunk_size = block_bytes;
-  options.maximum_size = block_bytes;
-  options.name = "graph pool";
-  sa::PoolResource pool(upstream, options);
-  const sa::ArrayOptions in_pool{.device_resource = &pool};
-  const auto values = random_values<u32>(block_bytes / sizeof(u32));
+  sa::test::ArrayPool pooled(1, "graph pool");
+  const sa::ArrayOptions& in_pool = pooled.arrays;
+  const auto values = random_values<u32>(sa::test::ArrayPool::block_bytes / sizeof(u32));
   SmartArray<u32> a(values, in_pool);
   SmartArray<u32> b(values, in_pool);
   sa::Stream stream;
@@ -235,15 +225,9 @@ TEST(Graphs, AdaptersSlicesAndAnEscapingReductionReplay) {
 
 // An array that a graph binds keeps its device copy while the graph exists.
 TEST(Graphs, ArraysThatAGraphBindsAreNotEvicted) {
-  constexpr std::size_t block_bytes = std::size_t{1} << 20;
-  sa::DeviceMemoryResource upstream;
-  sa::PoolOptions options;
-  options.chunk_size = block_bytes;
-  options.max_chunk_size = block_bytes;
-  options.maximum_size = 2 * block_bytes;
-  sa::PoolResource pool(upstream, options);
-  const sa::ArrayOptions in_pool{.device_resource = &pool};
-  constexpr std::size_t count = block_bytes / sizeof(u32);
+  sa::test::ArrayPool pooled(2);
+  const sa::ArrayOptions& in_pool = pooled.arrays;
+  constexpr std::size_t count = sa::test::ArrayPool::block_bytes / sizeof(u32);
   const auto values = random_values<u32>(count);
   SmartArray<u32> a(values, in_pool);
   SmartArray<u32> b(values, in_pool);

@@ -7,6 +7,7 @@
 //
 // SMARTARRAY_GRAPH_PROPERTY_OPS and SMARTARRAY_GRAPH_PROPERTY_SEED override the defaults. The last
 // line says how many operations ran: "graph property test: <ops> operations, <launches> launches".
+#include "support/graph_ops.cuh"
 #include "support/test_support.hpp"
 
 #include <smartarray/smartarray.hpp>
@@ -25,6 +26,10 @@ using sa::Access;
 using sa::SmartArray;
 using u32 = std::uint32_t;
 
+using smartarray::test::env_or;
+using smartarray::test::graphs::Axpy;
+using smartarray::test::graphs::Mix;
+
 namespace {
 
 constexpr std::size_t tile_bytes = 4096;
@@ -34,19 +39,6 @@ constexpr std::size_t n = tiles * per_tile;
 /// The graph works on the first `graph_tiles` tiles of each array.
 constexpr std::size_t graph_tiles = 4;
 constexpr std::size_t graph_n = graph_tiles * per_tile;
-
-std::uint64_t env_or(const char* name, std::uint64_t fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::strtoull(value, nullptr, 10) : fallback;
-}
-
-struct Axpy {
-  u32 a;
-  SMARTARRAY_HOST_DEVICE u32 operator()(u32 x, u32 y) const { return a * x + y; }
-};
-struct Mix {
-  SMARTARRAY_HOST_DEVICE u32 operator()(u32 x, u32 y) const { return (x ^ y) + 7U; }
-};
 
 /// One array: its values, and per tile whether the host and the device hold it.
 struct Model {

@@ -8,8 +8,6 @@
 #include "support/device_ops.cuh"
 #include "support/graph_ops.cuh"
 
-#include <smartarray/memory/pool_resource.hpp>
-#include <smartarray/memory/upstream_resources.hpp>
 #include <smartarray/smartarray.hpp>
 
 #include <gtest/gtest.h>
@@ -217,6 +215,8 @@ TEST(Graphs, TwoGraphsSharingAnArrayOnTwoStreamsAreOrdered) {
 
 // --- what a capture refuses, and what an error inside one leaves ---------------------------------
 
+// A stream of the device that the captured calls use joins the capture at its first use (after
+// the work captured so far) and is joined back when the capture ends.
 TEST(Graphs, AnotherStreamJoinsTheCaptureAtItsFirstUse) {
   const auto xs = random_values<u32>(n);
   SmartArray<u32> x(xs);

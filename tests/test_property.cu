@@ -27,6 +27,8 @@
 namespace sa = smartarray;
 using sa::test::Element;
 
+using smartarray::test::env_or;
+
 namespace {
 
 constexpr std::uint64_t default_seed = 20261122;
@@ -36,11 +38,6 @@ constexpr std::uint64_t default_operations = 200000;
 constexpr std::uint64_t operations_per_sequence = 400;
 /// An operation reads fewer than 16 bytes on average, so a sequence never runs out of input.
 constexpr std::size_t bytes_per_operation = 16;
-
-std::uint64_t env_or(const char* name, std::uint64_t fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::strtoull(value, nullptr, 10) : fallback;
-}
 
 __global__ void axpy_kernel(sa::DeviceView<const Element> x, sa::DeviceView<Element> y, Element k) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;

@@ -32,6 +32,8 @@ using sa::Access;
 using sa::SmartArray;
 using Value = std::uint32_t;
 
+using smartarray::test::env_or;
+
 namespace {
 
 constexpr std::uint64_t default_seed = 20261125;
@@ -40,11 +42,6 @@ constexpr std::uint64_t default_operations = 30000;
 constexpr std::size_t tile_bytes = 4096;
 constexpr std::size_t per_tile = tile_bytes / sizeof(Value);
 constexpr std::size_t max_elements = 6 * per_tile;
-
-std::uint64_t env_or(const char* name, std::uint64_t fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::strtoull(value, nullptr, 10) : fallback;
-}
 
 /// The device operations (namespace scope: nvcc's extended lambdas cannot live in a test body).
 void scale_view(sa::DeviceView<Value> v, sa::StreamRef stream) {

@@ -43,6 +43,8 @@ using ConstIterator = SmartArray<T>::const_iterator;
 
 }  // namespace differential
 
+using smartarray::test::env_or;
+
 namespace {
 
 using differential::ConstIterator;
@@ -53,11 +55,6 @@ constexpr std::uint64_t default_seed = 20240611;
 constexpr std::size_t default_sequences = 4000;
 constexpr std::size_t steps_per_sequence = 32;
 constexpr T poison = 0xA5A5A5A5U;
-
-std::uint64_t env_or(const char* name, std::uint64_t fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::strtoull(value, nullptr, 10) : fallback;
-}
 
 /// One array under test with its models: the values, the residency and this step's transfers.
 struct Slot : sa::test::Residency {

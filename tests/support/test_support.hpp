@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <type_traits>
@@ -25,6 +26,12 @@ inline std::mt19937_64& rng() {
 }
 
 /// `n` random values, never zero (zeros hide unwritten outputs).
+/// The unsigned value of environment variable `name`, or `fallback` when it is unset or empty.
+inline std::uint64_t env_or(const char* name, std::uint64_t fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::strtoull(value, nullptr, 10) : fallback;
+}
+
 template <typename T>
 std::vector<T> random_values(std::size_t n) {
   std::vector<T> out(n);
