@@ -67,6 +67,8 @@ void expect_capture_error(sa::Stream& stream, SmartArray<u32>& y, const std::vec
 
 }  // namespace
 
+// --- what a capture refuses, and what an error inside one leaves ---------------------------------
+
 TEST(Graphs, InsideACaptureHostAccessOfAWrittenArrayAndHostWaitsThrowNamingTheCall) {
   const auto xs = random_values<u32>(n);
   const auto ys = random_values<u32>(n);
@@ -155,7 +157,7 @@ TEST(Graphs, PoolGrowthThatWouldEvictInsideACaptureThrows) {
 
 // --- what a capture holds ------------------------------------------------------------------------
 
-// b on s1 forks c onto s2 (which waits for b's writer) while s1 computes d; e joins s2 back.
+// A temporary (a map result) released inside the capture stays reserved for the graph.
 TEST(Graphs, TemporariesComeFromThePoolAtCaptureAndStayReservedForTheGraph) {
   const auto xs = random_values<u32>(n);
   const auto ys = random_values<u32>(n);

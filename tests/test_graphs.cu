@@ -213,8 +213,6 @@ TEST(Graphs, TwoGraphsSharingAnArrayOnTwoStreamsAreOrdered) {
   }
 }
 
-// --- what a capture refuses, and what an error inside one leaves ---------------------------------
-
 // A stream of the device that the captured calls use joins the capture at its first use (after
 // the work captured so far) and is joined back when the capture ends.
 TEST(Graphs, AnotherStreamJoinsTheCaptureAtItsFirstUse) {
@@ -234,6 +232,7 @@ TEST(Graphs, AnotherStreamJoinsTheCaptureAtItsFirstUse) {
   EXPECT_EQ(host_copy(y), expected);
 }
 
+// b on s1 forks c onto s2 (which waits for b's writer) while s1 computes d; e joins s2 back.
 TEST(Graphs, AForkAndJoinAcrossTwoStreamsReplaysInOrder) {
   const auto as = random_values<u32>(n);
   SmartArray<u32> a(as);
@@ -265,5 +264,3 @@ TEST(Graphs, AForkAndJoinAcrossTwoStreamsReplaysInOrder) {
   }
   EXPECT_EQ(host_copy(e), expected);
 }
-
-// A temporary (a map result) released inside the capture stays reserved for the graph.
