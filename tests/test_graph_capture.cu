@@ -92,6 +92,12 @@ TEST(Graphs, InsideACaptureHostAccessOfAWrittenArrayAndHostWaitsThrowNamingTheCa
       stream, y, ys,
       [&](sa::StreamRef s) { write_y(s), (void)sa::capture(s, [](sa::StreamRef) {}); },
       "captures do not nest");
+  SmartArray<u32> other(xs);
+  sa::Graph earlier = capture_chain(stream, other, other, 3);
+  expect_capture_error(
+      stream, y, ys, [&](sa::StreamRef s) { write_y(s), earlier.launch(s); }, "Graph::launch");
+  EXPECT_EQ(earlier.launches(), 0U);
+  EXPECT_EQ(host_copy(other), xs);
   // A host read of an array the graph only reads is an ordinary read.
   sa::Graph reads = sa::capture(stream, [&](sa::StreamRef s) {
     sa::transform(y, Axpy{2}, x, y, s);

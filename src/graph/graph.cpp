@@ -80,6 +80,12 @@ std::vector<GraphArray> Graph::arrays() const {
 void Graph::launch(StreamRef stream, smartarray::source_location where) {
   SMARTARRAY_EXPECTS(impl_ != nullptr, logic_error, "launch of an empty Graph (default-constructed "
                      "or moved from) at ", where.file_name(), ":", where.line());
+  if (detail::active_capture() != nullptr) [[unlikely]] {
+    detail::refuse_in_capture(
+        detail::concat("Graph::launch at ", where.file_name(), ":", where.line()).c_str(),
+        "a replay's fix-up copies would be recorded into the capture; launch graphs one after "
+        "the other instead");
+  }
   detail::Runtime& rt = detail::runtime();
   const StreamRef on = rt.canonical(stream);
   if (rt.device_count() > 1) {

@@ -235,6 +235,8 @@ char* PoolResource::State::take_from_other_stream_locked(StreamRef stream, std::
     }
   }
   if (best_list == nullptr) return nullptr;
+  // Another thread's capture: its stream may be neither queried nor waited for from outside.
+  if (detail::runtime().is_capturing(StreamRef{best_stream})) return nullptr;
   if (detail::runtime().query(StreamRef{best_stream})) {
     // That stream has finished everything: its blocks are free for all, without a dependency.
     share_completed_locked(best_stream, releases);
@@ -254,9 +256,9 @@ char* PoolResource::State::take_completed_for_host_locked(std::size_t size) {
     if (fit != list.end()) candidates.emplace_back(fit->size, stream);
   }
   std::sort(candidates.begin(), candidates.end());
-  const bool capturing = detail::active_capture() != nullptr;
   for (const auto& [fit_size, stream] : candidates) {
-    if (capturing && detail::runtime().is_capturing(StreamRef{stream})) continue;
+    // A capturing stream (this thread's or another's) may not be queried; its blocks wait.
+    if (detail::runtime().is_capturing(StreamRef{stream})) continue;
     if (!detail::runtime().query(StreamRef{stream})) continue;
     share_completed_locked(stream, releases);
     return take_locked(shared_free, size);

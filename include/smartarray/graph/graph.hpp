@@ -66,6 +66,8 @@ struct GraphArray {
  * @brief A captured pipeline that replays with exact residency. Movable, not copyable.
  *
  * Destroying a graph that was launched, or that holds temporaries, waits for its device first.
+ * One thread launches a given graph at a time (as CUDA replays one executable graph at a time);
+ * different graphs may be launched from different threads.
  */
 class Graph {
  public:

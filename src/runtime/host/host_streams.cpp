@@ -142,7 +142,6 @@ void HostRuntime::do_synchronize_device() {
   std::erase_if(queues, [device = current_device()](const std::shared_ptr<HostStream>& queue) {
     return queue->device() != device;
   });
-  for (const auto& queue : queues) refuse_capturing(*queue, "synchronize_device");
   for (const auto& queue : queues) block_until(*queue, queue->tail(), "synchronize_device");
   for (const auto& queue : queues) report_error(*queue);
 }
