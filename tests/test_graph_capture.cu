@@ -92,6 +92,9 @@ TEST(Graphs, InsideACaptureHostAccessOfAWrittenArrayAndHostWaitsThrowNamingTheCa
       stream, y, ys,
       [&](sa::StreamRef s) { write_y(s), (void)sa::capture(s, [](sa::StreamRef) {}); },
       "captures do not nest");
+  expect_capture_error(
+      stream, y, ys, [&](sa::StreamRef) { sa::transform(y, Axpy{2}, x, y, sa::StreamRef{}); },
+      "work on the default stream");
   SmartArray<u32> other(xs);
   sa::Graph earlier = capture_chain(stream, other, other, 3);
   expect_capture_error(

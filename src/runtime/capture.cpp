@@ -15,6 +15,11 @@ void refuse_in_capture(const char* call, const char* why) {
 
 void join_capture(StreamRef stream) {
   CaptureState& capture = *active_capture();
+  if (stream.is_default() || stream.default_of_device() >= 0) {
+    refuse_in_capture("work on the default stream",
+                      "the default stream cannot join a capture; use the captured stream or "
+                      "another Stream");
+  }
   capture.joined.push_back(stream);
   stream_wait_stream(stream, capture.origin);
 }

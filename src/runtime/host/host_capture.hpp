@@ -16,7 +16,6 @@
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -54,13 +53,6 @@ class HostCapture {
     Member& joined = member(stream);
     joined.joined = std::max(joined.joined, position);
     joined.waited = true;
-  }
-  /// The streams that took part, the origin first.
-  [[nodiscard]] std::vector<const HostStream*> members() {
-    std::lock_guard lock(mutex_);
-    std::vector<const HostStream*> streams;
-    for (const Member& m : members_) streams.push_back(m.stream);
-    return streams;
   }
   /// The first member (besides the origin) whose work the origin did not wait for, if any.
   [[nodiscard]] std::optional<const HostStream*> unjoined() {

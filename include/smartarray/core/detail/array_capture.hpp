@@ -57,7 +57,7 @@ struct GraphBinding {
   ArrayCore* array = nullptr;
   std::shared_ptr<GraphToken> token;
   std::uint64_t id = 0;
-  /// The array's name at capture ("SmartArray #3 'x'"), for messages once it is gone.
+  /// The array's name at capture (`SmartArray #3 "x"`), for messages once it is gone.
   std::string name;
   int device = 0;
   /// The size in bytes and the device buffer that the graph's work uses.
