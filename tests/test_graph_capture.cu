@@ -70,10 +70,8 @@ void expect_capture_error(sa::Stream& stream, SmartArray<u32>& y, const std::vec
 // --- what a capture refuses, and what an error inside one leaves ---------------------------------
 
 TEST(Graphs, InsideACaptureHostAccessOfAWrittenArrayAndHostWaitsThrowNamingTheCall) {
-  const auto xs = random_values<u32>(n);
-  const auto ys = random_values<u32>(n);
-  SmartArray<u32> x(xs);
-  SmartArray<u32> y(ys);
+  RandomPair pair;
+  auto& [xs, ys, x, y] = pair;
   sa::Stream stream;
   const auto write_y = [&](sa::StreamRef s) { sa::transform(y, Axpy{2}, x, y, s); };
   expect_capture_error(
@@ -110,10 +108,8 @@ TEST(Graphs, InsideACaptureHostAccessOfAWrittenArrayAndHostWaitsThrowNamingTheCa
 }
 
 TEST(Graphs, AnExceptionInsideTheCaptureLeavesResidencyAndTheStreamAsTheyWere) {
-  const auto xs = random_values<u32>(n);
-  const auto ys = random_values<u32>(n);
-  SmartArray<u32> x(xs);
-  SmartArray<u32> y(ys);
+  RandomPair pair;
+  auto& [xs, ys, x, y] = pair;
   sa::Stream stream;
   expect_capture_error(
       stream, y, ys,
@@ -129,10 +125,8 @@ TEST(Graphs, AnExceptionInsideTheCaptureLeavesResidencyAndTheStreamAsTheyWere) {
 }
 
 TEST(Graphs, CapturesRefuseTheDefaultStreamAndManagedArrays) {
-  const auto xs = random_values<u32>(n);
-  const auto ys = random_values<u32>(n);
-  SmartArray<u32> x(xs);
-  SmartArray<u32> y(ys);
+  RandomPair pair;
+  auto& [xs, ys, x, y] = pair;
   sa::Stream stream;
   EXPECT_THROW((void)sa::capture(sa::StreamRef{}, [](sa::StreamRef) {}), sa::logic_error);
   SmartArray<u32> managed(xs, sa::ArrayOptions{.mode = sa::MemoryMode::managed});
@@ -168,10 +162,8 @@ TEST(Graphs, PoolGrowthThatWouldEvictInsideACaptureThrows) {
 
 // A temporary (a map result) released inside the capture stays reserved for the graph.
 TEST(Graphs, TemporariesComeFromThePoolAtCaptureAndStayReservedForTheGraph) {
-  const auto xs = random_values<u32>(n);
-  const auto ys = random_values<u32>(n);
-  SmartArray<u32> x(xs);
-  SmartArray<u32> y(ys);
+  RandomPair pair;
+  auto& [xs, ys, x, y] = pair;
   SmartArray<u32> z(n, 0U);
   sa::Stream stream;
   // The arrays' own buffers first: the capture then allocates only the temporary.
@@ -283,10 +275,8 @@ TEST(Graphs, OneCaptureRecordsOneDevice) {
 // into the graph and replay (cuda backend: Thrust's device system and __global__ kernels are CUDA).
 TEST(Graphs, SaLaunchAndThrustReplay) {
   if (sa::test::on_host_backend()) GTEST_SKIP() << "raw kernels and Thrust need the cuda backend";
-  const auto xs = random_values<u32>(n);
-  const auto ys = random_values<u32>(n);
-  SmartArray<u32> x(xs);
-  SmartArray<u32> y(ys);
+  RandomPair pair;
+  auto& [xs, ys, x, y] = pair;
   SmartArray<u32> z(n, 0U);
   sa::Stream stream;
   sa::Graph graph = sa::capture(stream, [&](sa::StreamRef s) {

@@ -27,10 +27,8 @@ using sa::test::random_values;
 using namespace sa::test::graphs;
 
 TEST(Graphs, AThousandReplaysWithNoHostAccessCopyNothingAndWaitForNothing) {
-  const auto xs = random_values<u32>(n);
-  const auto ys = random_values<u32>(n);
-  SmartArray<u32> x(xs);
-  SmartArray<u32> y(ys);
+  RandomPair pair;
+  auto& [xs, ys, x, y] = pair;
   x.set_label("x");
   sa::Stream stream;
   sa::Graph graph;
@@ -93,10 +91,8 @@ TEST(Graphs, AHostWriteOfOneElementUploadsExactlyItsTileBeforeTheNextReplay) {
 }
 
 TEST(Graphs, AHostReadAfterAReplayCopiesBackExactlyTheWrittenBytesWhenItReads) {
-  const auto xs = random_values<u32>(n);
-  const auto ys = random_values<u32>(n);
-  SmartArray<u32> x(xs);
-  SmartArray<u32> y(ys);
+  RandomPair pair;
+  auto& [xs, ys, x, y] = pair;
   constexpr std::size_t part = tile / sizeof(u32);  // the graph writes y's first tile only
   sa::Stream stream;
   sa::Graph graph = sa::capture(stream, [&](sa::StreamRef s) {
@@ -124,10 +120,8 @@ TEST(Graphs, AHostReadAfterAReplayCopiesBackExactlyTheWrittenBytesWhenItReads) {
 }
 
 TEST(Graphs, LaunchRefusesAResizedArrayAndLeavesItIntact) {
-  const auto xs = random_values<u32>(n);
-  const auto ys = random_values<u32>(n);
-  SmartArray<u32> x(xs);
-  SmartArray<u32> y(ys);
+  RandomPair pair;
+  auto& [xs, ys, x, y] = pair;
   y.set_label("weights");
   sa::Stream stream;
   sa::Graph graph = capture_chain(stream, x, y, 7);

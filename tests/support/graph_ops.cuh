@@ -26,6 +26,14 @@ struct Plus {
   SMARTARRAY_HOST_DEVICE u32 operator()(u32 a, u32 b) const { return a + b; }
 };
 
+/// Two arrays of fresh random values, valid on the host, and their values.
+struct RandomPair {
+  std::vector<u32> xs = random_values<u32>(n);
+  std::vector<u32> ys = random_values<u32>(n);
+  SmartArray<u32> x{xs};
+  SmartArray<u32> y{ys};
+};
+
 /// The host reference of `rounds` axpy steps.
 inline std::vector<u32> axpy(u32 a, const std::vector<u32>& x, std::vector<u32> y, int rounds) {
   for (int r = 0; r < rounds; ++r) {
