@@ -173,6 +173,26 @@ TEST(Graphs, LaunchRefusesADestroyedOrMovedArray) {
   EXPECT_EQ(host_copy(taken), axpy(3, xs, ys, 10));
 }
 
+TEST(Graphs, LaunchRefusesADestroyedStreamBeforeItCopiesAnything) {
+  RandomPair pair;
+  auto& [xs, ys, x, y] = pair;
+  sa::Stream stream;
+  sa::Graph graph = capture_chain(stream, x, y, 3);
+  void* gone = nullptr;
+  {
+    const sa::Stream temporary;
+    gone = temporary.ref().handle();
+  }
+  {
+    sa::ExpectTransfers nothing({});
+    EXPECT_THROW(graph.launch(sa::StreamRef{gone}), sa::logic_error);
+  }
+  EXPECT_EQ(graph.launches(), 0U);
+  EXPECT_FALSE(x.is_valid(sa::Side::device));
+  graph.launch(stream);
+  EXPECT_EQ(host_copy(y), axpy(3, xs, ys, 10));
+}
+
 // Two graphs share y: one writes it on s1, the other reads it on s2. The second launch orders s2
 // after s1 through y's tracker; run under SMARTARRAY_HOST_LATENCY_US, a missing wait reads stale
 // data.

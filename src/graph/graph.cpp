@@ -88,6 +88,7 @@ void Graph::launch(StreamRef stream, smartarray::source_location where) {
   }
   detail::Runtime& rt = detail::runtime();
   const StreamRef on = rt.canonical(stream);
+  rt.check_stream(on);
   if (rt.device_count() > 1) {
     SMARTARRAY_EXPECTS(rt.stream_device(on) == impl_->device, logic_error, "launch at ",
                        where.file_name(), ":", where.line(), " on stream ", on.handle(),
