@@ -158,6 +158,25 @@ TEST(Graphs, PoolGrowthThatWouldEvictInsideACaptureThrows) {
   EXPECT_EQ(host_copy(b), values);
 }
 
+// A pool with room grows from its upstream during a capture (a plain allocation, kept by the
+// array that needs it); only its out-of-memory path is refused.
+TEST(Graphs, APoolWithRoomGrowsInsideACapture) {
+  sa::test::ArrayPool pooled(2, "growing pool");
+  const auto values = random_values<u32>(sa::test::ArrayPool::block_bytes / sizeof(u32));
+  SmartArray<u32> a(values, pooled.arrays);
+  SmartArray<u32> b(values, pooled.arrays);
+  sa::Stream stream;
+  EXPECT_EQ(pooled.pool.reserved_bytes(), 0U);
+  sa::Graph graph = sa::capture(stream, [&](sa::StreamRef s) {
+    sa::transform(b, Plus{}, a, b, s);
+  });
+  EXPECT_EQ(pooled.pool.reserved_bytes(), 2 * sa::test::ArrayPool::block_bytes);
+  graph.launch(stream);
+  std::vector<u32> twice(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) twice[i] = 2 * values[i];
+  EXPECT_EQ(host_copy(b), twice);
+}
+
 // --- what a capture holds ------------------------------------------------------------------------
 
 // A temporary (a map result) released inside the capture stays reserved for the graph.
