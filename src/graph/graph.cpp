@@ -7,6 +7,7 @@
 #include <smartarray/memory/memory_resource.hpp>
 #include <smartarray/runtime/detail/capture.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
+#include <smartarray/runtime/device.hpp>
 #include <smartarray/error.hpp>
 
 #include <iostream>
@@ -21,7 +22,7 @@ struct Graph::Impl {
   /// Per binding, whether the launch in progress must commit its writes.
   std::vector<bool> commit;
   std::vector<detail::KeptBlock> kept_blocks;
-  std::vector<std::function<void()>> keep_alive;
+  std::vector<std::shared_ptr<void>> keep_alive;
   std::uint64_t launches = 0;
 
   Impl() = default;
@@ -38,10 +39,8 @@ Graph::Impl::~Impl() {
   try {
     // Replays may still run, and read or write the temporaries.
     if (launches > 0 || !kept_blocks.empty()) {
-      const int previous = rt.current_device();
-      if (previous != device) rt.set_current_device(device);
+      const DeviceGuard on_device(Device{device});
       rt.synchronize_device();
-      if (previous != device) rt.set_current_device(previous);
     }
   } catch (const std::exception& error) {
     std::cerr << "smartarray: destroying a graph: waiting for its device failed (" << error.what()

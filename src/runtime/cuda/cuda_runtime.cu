@@ -165,7 +165,7 @@ class CudaRuntime final : public Runtime {
       auto kept = std::make_shared<std::function<void()>>(std::move(fn));
       SMARTARRAY_CUDA_TRY(cudaLaunchHostFunc(on.get(), &run_kept_host_func, kept.get()),
                           "capture a host function on stream ", stream.handle());
-      capture->keep_alive.emplace_back([kept] {});
+      capture->keep_alive.push_back(kept);
       return;
     }
     auto owned = std::make_unique<std::function<void()>>(std::move(fn));

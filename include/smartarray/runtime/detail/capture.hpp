@@ -13,7 +13,7 @@
 #include <smartarray/runtime/stream.hpp>
 
 #include <cstddef>
-#include <functional>
+#include <memory>
 #include <unordered_set>
 #include <vector>
 
@@ -46,7 +46,7 @@ struct CaptureState {
   /// Blocks released during the capture: the graph's temporaries, freed with the graph.
   std::vector<KeptBlock> kept_blocks;
   /// What must live as long as the graph (host functions that its nodes call).
-  std::vector<std::function<void()>> keep_alive;
+  std::vector<std::shared_ptr<void>> keep_alive;
   /// The events recorded on captured streams: the host cannot wait for them.
   std::unordered_set<const void*> captured_events;
   /// The streams that joined the capture through join_capture(), joined back at its end.
