@@ -19,6 +19,7 @@
 #include <smartarray/smartarray.hpp>
 
 #include "bench_main.hpp"
+#include "bench_support.cuh"
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
@@ -35,12 +36,6 @@ using sa::Access;
 using u32 = std::uint32_t;
 
 namespace {
-
-bool skip_without_cuda(benchmark::State& state) {
-  if (sa::backend() == sa::BackendKind::cuda) return false;
-  state.SkipWithError("needs the cuda backend");
-  return true;
-}
 
 using Clock = std::chrono::steady_clock;
 double micros_since(Clock::time_point start) {
@@ -73,20 +68,14 @@ struct Axpy {
   __host__ __device__ u32 operator()(u32 x, u32 y) const { return a * x + y; }
 };
 
-/// The hand-written kernel: the grid-stride loop and launch shape that sa::transform uses.
-__global__ void axpy_kernel(u32 a, const u32* x, u32* y, std::size_t n) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
-    y[i] = a * x[i] + y[i];
-  }
-}
-constexpr unsigned block = 256;
-unsigned grid_for(std::size_t n) {
-  const std::size_t full = static_cast<std::size_t>(sa::device_properties().multiprocessor_count) *
-                           32;
-  return static_cast<unsigned>(std::max<std::size_t>(1, std::min((n + block - 1) / block, full)));
-}
+/// The hand-written kernel's body on raw pointers (bench_support.cuh's grid-stride kernel, with
+/// the launch shape that sa::transform uses).
+struct RawAxpy {
+  u32 a;
+  const u32* x;
+  u32* y;
+  __device__ void operator()(std::size_t i) const { y[i] = a * x[i] + y[i]; }
+};
 
 /// A hand-captured CUDA graph, instantiated; `record` enqueues its work on the stream.
 class HandGraph {
@@ -143,7 +132,7 @@ void chain10(sa::SmartArray<u32>& y, const sa::SmartArray<u32>& x, sa::StreamRef
 }
 
 void BM_Chain10(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
+  if (!sa::bench::need_cuda(state)) return;
   const auto n = static_cast<std::size_t>(state.range(0));
   const auto xs = random_u32(n, 1);
   const auto ys = random_u32(n, 2);
@@ -153,7 +142,10 @@ void BM_Chain10(benchmark::State& state) {
   sa::Graph graph = sa::capture(stream, [&](sa::StreamRef on) { chain10(y, x, on); });
   RawArray raw_x(xs), raw_y(ys);
   HandGraph hand(s, [&] {
-    for (int k = 0; k < 10; ++k) axpy_kernel<<<grid_for(n), block, 0, s>>>(3, raw_x.get(), raw_y.get(), n);
+    for (int k = 0; k < 10; ++k) {
+      sa::bench::grid_stride_kernel<<<sa::bench::blocks_for(n), 256, 0, s>>>(
+          n, RawAxpy{3, raw_x.get(), raw_y.get()});
+    }
   });
   // Warm up: the first replay uploads x and y, the eager chain too.
   chain10(eager_y, eager_x, stream);
@@ -216,7 +208,7 @@ sa::Graph touch_graph(std::vector<sa::SmartArray<u32>>& arrays, sa::StreamRef st
 }
 
 void BM_GraphLaunchOverhead(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
+  if (!sa::bench::need_cuda(state)) return;
   const auto count = static_cast<std::size_t>(state.range(0));
   constexpr int batch = 100;
   sa::Stream stream;
@@ -288,7 +280,7 @@ void relax_block(sa::SmartArray<u32>& a, sa::SmartArray<u32>& b, sa::SmartArray<
 }
 
 void BM_Iterative(benchmark::State& state) {
-  if (skip_without_cuda(state)) return;
+  if (!sa::bench::need_cuda(state)) return;
   const auto n = static_cast<std::size_t>(state.range(0));
   const auto initial = random_u32(n, 3);
   sa::Stream stream;
