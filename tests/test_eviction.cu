@@ -116,3 +116,36 @@ TEST(Eviction, APoolWithNoEvictableArrayStillThrowsOutOfMemory) {
   EXPECT_EQ(host_copy(a), a_values);
   EXPECT_TRUE(b.is_valid(sa::Side::host));
 }
+
+TEST(Eviction, FreedBlocksSpreadOverChunksLeadToAnotherRoundOfEviction) {
+  // Two chunks of two blocks each, full; the least recently used are a (chunk 1) and c (chunk 2).
+  // A two-block array needs a whole chunk: evicting a and c frees two blocks but no chunk, so the
+  // pool evicts again (b, then d would follow) until one chunk is free and can be regrown.
+  sa::DeviceMemoryResource upstream;
+  sa::PoolOptions options;
+  options.chunk_size = 2 * block_bytes;
+  options.max_chunk_size = 2 * block_bytes;
+  options.maximum_size = 4 * block_bytes;
+  sa::PoolResource pool(upstream, options);
+  const sa::ArrayOptions in_pool{.device_resource = &pool};
+  const auto b_values = random_values<float>(n);
+  SmartArray<float> a(random_values<float>(n), in_pool);
+  SmartArray<float> b(b_values, in_pool);
+  SmartArray<float> c(random_values<float>(n), in_pool);
+  SmartArray<float> d(random_values<float>(n), in_pool);
+  (void)a.device_view();
+  (void)b.device_view();
+  (void)c.device_view();
+  (void)d.device_view();
+  (void)a.device_view();  // use order now: b, c, d, a
+  ASSERT_EQ(pool.usage().chunk_count, 2U);
+  SmartArray<float> e(random_values<float>(2 * n), in_pool);
+  (void)e.device_view();
+  EXPECT_TRUE(device_valid(e));
+  // Round one drops b and c (the two oldest); round two drops d, which frees c's chunk.
+  EXPECT_FALSE(device_valid(b));
+  EXPECT_FALSE(device_valid(c));
+  EXPECT_FALSE(device_valid(d));
+  EXPECT_TRUE(device_valid(a));
+  EXPECT_EQ(host_copy(b), b_values);
+}

@@ -36,30 +36,6 @@ std::string format_bytes(std::size_t bytes) {
   return text;
 }
 
-/// The out-of-memory chains on this thread that are calling eviction hooks, innermost first. A
-/// hook that allocates from the same pool gets no second round of hooks.
-class HookScope {
- public:
-  explicit HookScope(const void* pool) noexcept : pool_(pool), outer_(innermost_) {
-    innermost_ = this;
-  }
-  ~HookScope() { innermost_ = outer_; }
-  HookScope(const HookScope&) = delete;
-  HookScope& operator=(const HookScope&) = delete;
-
-  [[nodiscard]] static bool active(const void* pool) noexcept {
-    for (const HookScope* scope = innermost_; scope != nullptr; scope = scope->outer_) {
-      if (scope->pool_ == pool) return true;
-    }
-    return false;
-  }
-
- private:
-  const void* pool_;
-  HookScope* outer_;
-  static inline thread_local HookScope* innermost_ = nullptr;
-};
-
 }  // namespace
 
 void PoolResource::State::add_chunk_locked(void* memory, std::size_t bytes) {
@@ -157,18 +133,15 @@ void PoolResource::State::settle() {
   for (const Pending& wait : pending) share_completed_locked(wait.stream, wait.up_to);
 }
 
-char* PoolResource::State::evict_and_search(StreamRef stream, std::size_t size, bool host,
-                                            bool& any_released) {
-  if (HookScope::active(this)) return nullptr;
-  const HookScope scope(this);
-  const std::shared_lock hooks_lock(hooks_mutex);
-  for (const auto& [id, hook] : hooks) {
-    if (hook(size) == 0) continue;
-    any_released = true;
+char* PoolResource::State::evict_and_search(StreamRef stream, std::size_t size,
+                                            std::size_t wanted, bool host, bool& any_released) {
+  char* block = nullptr;
+  any_released = owner.run_eviction_hooks(wanted, [&] {
     const std::lock_guard lock(mutex);
-    if (char* block = search_locked(stream, size, host)) return block;
-  }
-  return nullptr;
+    block = search_locked(stream, size, host);
+    return block != nullptr;
+  });
+  return block;
 }
 
 std::string PoolResource::State::out_of_memory_message_locked(StreamRef stream, std::size_t bytes,
@@ -199,35 +172,27 @@ void* PoolResource::State::allocate_out_of_memory(StreamRef stream, std::size_t 
     const std::lock_guard lock(mutex);
     if (char* block = search_locked(stream, size, host)) return block;
   }
-  // 2. Eviction: hooks release blocks into this pool, usually on their own streams.
-  bool any_released = false;
-  if (char* block = evict_and_search(stream, size, host, any_released)) return block;
-  if (any_released) settle();
-  // 3. Whole free chunks go back, so that growth may get one contiguous chunk instead.
-  const std::lock_guard lock(mutex);
-  if (char* block = search_locked(stream, size, host)) return block;
-  release_free_chunks_locked();
-  if (grow_locked(size)) return take_locked(shared_free, size);
-  // 4. Nothing left to try.
-  throw out_of_memory(out_of_memory_message_locked(stream, bytes, host));
+  // 2. Eviction: hooks release blocks into this pool, usually on their own streams. The first
+  // round asks for `size`; a later one (freed blocks that were spread over chunks holding live
+  // blocks made no room) for one more copy at a time, so that no more is evicted than needed.
+  for (std::size_t wanted = size;; wanted = 1) {
+    bool any_released = false;
+    if (char* block = evict_and_search(stream, size, wanted, host, any_released)) return block;
+    if (any_released) settle();
+    // 3. Whole free chunks go back, so that growth may get one contiguous chunk instead.
+    const std::lock_guard lock(mutex);
+    if (char* block = search_locked(stream, size, host)) return block;
+    release_free_chunks_locked();
+    if (grow_locked(size)) return take_locked(shared_free, size);
+    // 4. Nothing left to try once the hooks release nothing more.
+    if (!any_released) throw out_of_memory(out_of_memory_message_locked(stream, bytes, host));
+  }
 }
 
 std::size_t PoolResource::trim() {
   state_->settle();
   const std::lock_guard lock(state_->mutex);
   return state_->release_free_chunks_locked();
-}
-
-PoolResource::EvictionHookId PoolResource::add_eviction_hook(EvictionHook hook) {
-  const std::unique_lock lock(state_->hooks_mutex);
-  const EvictionHookId id = state_->next_hook_id++;
-  state_->hooks.emplace_back(id, std::move(hook));
-  return id;
-}
-
-void PoolResource::remove_eviction_hook(EvictionHookId id) {
-  const std::unique_lock lock(state_->hooks_mutex);
-  std::erase_if(state_->hooks, [id](const auto& entry) { return entry.first == id; });
 }
 
 }  // namespace smartarray

@@ -37,10 +37,6 @@
 
 namespace smartarray {
 
-namespace {
-std::atomic<std::uint64_t> next_pool_id{1};
-}  // namespace
-
 PoolOptions PoolResource::State::normalized(PoolOptions options) {
   options.initial_size = round_up(options.initial_size);
   options.chunk_size = round_up(std::max(options.chunk_size, granularity));
@@ -53,8 +49,7 @@ PoolOptions PoolResource::State::normalized(PoolOptions options) {
 }
 
 PoolResource::PoolResource(MemoryResource& upstream, PoolOptions options)
-    : state_(std::make_unique<State>(upstream, std::move(options))),
-      id_(next_pool_id.fetch_add(1, std::memory_order_relaxed)) {
+    : state_(std::make_unique<State>(*this, upstream, std::move(options))) {
   // A stream that the runtime forgets is forgotten here too: its handle may be reused.
   state_->forgotten_streams = detail::subscribe_to_forgotten_streams(
       [this](StreamRef stream) noexcept { forget_stream(stream); });

@@ -1,5 +1,5 @@
-// The state of a PoolResource: its chunks, blocks, free lists, size stacks and eviction hooks
-// (private to src/memory).
+// The state of a PoolResource: its chunks, blocks, free lists and size stacks (private to
+// src/memory).
 #pragma once
 
 #include <smartarray/memory/pool_resource.hpp>
@@ -88,17 +88,19 @@ struct PoolResource::State {
 
   static PoolOptions normalized(PoolOptions options);
 
-  State(MemoryResource& upstream_resource, PoolOptions pool_options)
-      : upstream(upstream_resource),
+  State(PoolResource& owner_pool, MemoryResource& upstream_resource, PoolOptions pool_options)
+      : owner(owner_pool),
+        upstream(upstream_resource),
         options(normalized(std::move(pool_options))),
         allocate_what(options.name + " allocate"),
         limit(options.maximum_size) {}
 
+  PoolResource& owner;  ///< whose eviction hooks the out-of-memory chain calls
   MemoryResource& upstream;
   const PoolOptions options;
   const std::string allocate_what;  ///< names pool allocations for the fault injector
 
-  mutable std::mutex mutex;  ///< guards everything below up to the hooks
+  mutable std::mutex mutex;  ///< guards everything below
   // Blocks and tree nodes come from one pool of their own: dense in memory, guarded by `mutex`.
   std::pmr::unsynchronized_pool_resource nodes;
   std::pmr::polymorphic_allocator<> node_allocator{&nodes};
@@ -122,10 +124,6 @@ struct PoolResource::State {
   std::array<SizeStack, cached_block_max / granularity> cached{};  ///< by size / granularity - 1
   std::size_t cached_bytes = 0;
   std::string last_upstream_failure;  ///< why growth last failed, for the out-of-memory message
-
-  std::shared_mutex hooks_mutex;  ///< calls hold it shared; registration holds it exclusively
-  std::vector<std::pair<EvictionHookId, EvictionHook>> hooks;
-  EvictionHookId next_hook_id = 1;
 
   // --- the helpers below need `mutex` held, except settle(), evict_and_search() and
   // allocate_out_of_memory(), which take it themselves ---
@@ -183,8 +181,10 @@ struct PoolResource::State {
   /// Waits for the work queued so far on every stream that released blocks, then shares the
   /// blocks released before the wait. The pool stays usable by other threads meanwhile.
   void settle();
-  /// Calls the eviction hooks until one frees enough for `size`; the block, or nullptr.
-  char* evict_and_search(StreamRef stream, std::size_t size, bool host, bool& any_released);
+  /// Calls the eviction hooks, asking each for `wanted` bytes, until a block of `size` is free;
+  /// the block, or nullptr.
+  char* evict_and_search(StreamRef stream, std::size_t size, std::size_t wanted, bool host,
+                         bool& any_released);
   /// What an allocation got when it failed, for out_of_memory.
   [[nodiscard]] std::string out_of_memory_message_locked(StreamRef stream, std::size_t bytes,
                                                          bool host) const;

@@ -18,14 +18,15 @@
  *   subscribes to the streams that the runtime forgets (`forget_stream`, `Stream`'s destructor).
  * - **Growth and the out-of-memory chain.** A miss grows the pool from upstream by a chunk (see
  *   `PoolOptions`). When growth fails (upstream out of memory, or the hard limit), the pool waits
- *   for its pending stream-ordered releases and searches again, then calls the eviction hooks, then
- *   returns wholly free chunks and grows again, and only then throws `out_of_memory`.
+ *   for its pending stream-ordered releases and searches again, then calls the eviction hooks
+ *   (`EvictableResource`; they run after the pending releases were waited for), then returns wholly
+ *   free chunks and grows again, and only then throws `out_of_memory`.
  *
  * Every member is thread-safe.
  */
 #pragma once
 
-#include <smartarray/memory/memory_resource.hpp>
+#include <smartarray/memory/evictable_resource.hpp>
 #include <smartarray/runtime/stream.hpp>
 
 #include <cstddef>
@@ -66,14 +67,8 @@ struct PoolUsage {
 /**
  * @brief A stream-ordered best-fit pool over an upstream `MemoryResource` (see the file comment).
  */
-class PoolResource final : public MemoryResource {
+class PoolResource final : public EvictableResource {
  public:
-  /// @brief Frees memory back into the pool when it runs out: gets the bytes still needed,
-  ///        returns the bytes it released.
-  using EvictionHook = std::function<std::size_t(std::size_t bytes_needed)>;
-  /// @brief Names a registered eviction hook.
-  using EvictionHookId = std::uint64_t;
-
   /**
    * @brief Builds a pool over `upstream`, which must outlive it.
    * @param upstream where chunks come from and go back to.
@@ -103,10 +98,6 @@ class PoolResource final : public MemoryResource {
    * @param bytes the new limit; none when empty.
    */
   void set_maximum_size(std::optional<std::size_t> bytes);
-  /// @brief A number that names this pool for the life of the process (never given to another
-  ///        pool, even one built at the same address), for keying data kept per pool.
-  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
-
   /**
    * @brief Waits for pending stream-ordered releases, then returns every wholly free chunk to
    *        upstream.
@@ -114,23 +105,6 @@ class PoolResource final : public MemoryResource {
    * @throws cuda_error when waiting for a stream fails.
    */
   std::size_t trim();
-
-  /**
-   * @brief Registers a hook that the out-of-memory chain calls, in registration order, after the
-   *        pending releases were waited for and before the pool grows again.
-   *
-   * Hooks run without the pool's lock held, so a hook may (and should) release blocks into this
-   * pool. A hook that allocates from this pool on the same thread gets no second round of hooks.
-   * @param hook returns the bytes it released; it should stop once `bytes_needed` are released.
-   * @return an id for `remove_eviction_hook`.
-   */
-  EvictionHookId add_eviction_hook(EvictionHook hook);
-  /**
-   * @brief Unregisters a hook. Waits for calls of any hook in progress on other threads, so the
-   *        hook's captures may be destroyed on return. Must not be called from inside a hook.
-   * @param id the id `add_eviction_hook` returned; unknown ids are ignored.
-   */
-  void remove_eviction_hook(EvictionHookId id);
 
   /**
    * @brief Makes the blocks released on `stream` reusable by anyone, so that the pool never records
@@ -170,7 +144,6 @@ class PoolResource final : public MemoryResource {
   void reset_counted_peaks(MemoryStats& counts) const;
 
   std::unique_ptr<State> state_;
-  std::uint64_t id_;
 };
 
 }  // namespace smartarray
