@@ -26,6 +26,7 @@
 #include <smartarray/diagnostics/observability.hpp>
 #include <smartarray/adapters/out.hpp>
 #include <smartarray/adapters/reduce.hpp>
+#include <smartarray/core/memory_pressure.hpp>
 #include <smartarray/core/residency.hpp>
 #include <smartarray/runtime/runtime.hpp>
 #include <smartarray/views/shaped_view.hpp>

@@ -1,11 +1,14 @@
-// Eviction registries, one per pool, and the least-recently-used clock. See eviction.hpp.
+// Eviction registries, one per evictable resource, and the least-recently-used clock. See
+// eviction.hpp.
 #include "core/eviction.hpp"
 
 #include <smartarray/memory/default_resources.hpp>
+#include <smartarray/memory/evictable_resource.hpp>
 #include <smartarray/memory/pool_resource.hpp>
 #include <smartarray/memory/statistics_adaptor.hpp>
 
 #include <algorithm>
+#include <initializer_list>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -13,9 +16,9 @@
 #include <vector>
 
 namespace smartarray::detail {
-/// The arrays whose device buffers one pool holds, in an intrusive list (no allocation per array).
-/// The pool's eviction hook drops their copies: clean ones first, then dirty ones (written back),
-/// least recently used first.
+/// The arrays whose device buffers one evictable resource holds, in an intrusive list (no allocation
+/// per array). The resource's eviction hook drops their copies: clean ones first, then dirty ones
+/// (written back), least recently used first.
 class EvictionRegistry {
  public:
   void add(ArrayCore* core, int device) noexcept {
@@ -35,12 +38,16 @@ class EvictionRegistry {
     std::lock_guard lock(mutex_);
     unlink({core, static_cast<std::uint8_t>(device)});
   }
-  std::size_t evict(std::size_t bytes_needed) {
+  /// Drops copies until `bytes_needed` are released: clean ones first, then dirty ones, least
+  /// recently used first. `passes` limits it to clean ones ({false}); `device` (when not -1) to
+  /// copies on that device.
+  std::size_t evict(std::size_t bytes_needed, std::initializer_list<bool> passes = {false, true},
+                    int device = -1) {
     std::lock_guard lock(mutex_);
     std::vector<Entry> order;
     order.reserve(count_);
     for (Entry entry = head_; entry.core != nullptr;) {
-      order.push_back(entry);
+      if (device < 0 || entry.device == device) order.push_back(entry);
       const EvictionLink& link = entry.core->eviction_link(entry.device);
       entry = {link.next, link.next_device};
     }
@@ -48,7 +55,7 @@ class EvictionRegistry {
       return a.core->last_use() < b.core->last_use();
     });
     std::size_t released = 0;
-    for (const bool allow_dirty : {false, true}) {
+    for (const bool allow_dirty : passes) {
       for (const Entry& entry : order) {
         if (released >= bytes_needed) return released;
         if (entry.core == eviction_state::acquiring ||
@@ -100,23 +107,36 @@ class EvictionRegistry {
 
 namespace {
 
-/// The pool whose out-of-memory chain serves allocations from `resource`, or nullptr.
-PoolResource* serving_pool(MemoryResource& resource) noexcept {
-  if (auto* pool = dynamic_cast<PoolResource*>(&resource)) return pool;
-  if (auto* counted = dynamic_cast<StatisticsAdaptor*>(&resource)) return counted->pool();
-  return nullptr;
+/// The evictable resource that serves allocations from `resource`, or nullptr: the resource itself,
+/// or the one under a StatisticsAdaptor.
+EvictableResource* serving_resource(MemoryResource& resource) noexcept {
+  if (auto* counted = dynamic_cast<StatisticsAdaptor*>(&resource)) {
+    if (PoolResource* pool = counted->pool()) return pool;
+    return dynamic_cast<EvictableResource*>(&counted->upstream());
+  }
+  return dynamic_cast<EvictableResource*>(&resource);
 }
 
-/// The eviction registry of `pool`, made (with the pool's eviction hook) on first use. Keyed by
-/// the pool's id, never by its address; registries are never freed, so a hook never outlives its.
-EvictionRegistry& registry_of(PoolResource& pool) {
-  static std::mutex mutex;
-  static auto* registries = new std::unordered_map<std::uint64_t, EvictionRegistry*>;
-  std::lock_guard lock(mutex);
-  EvictionRegistry*& registry = (*registries)[pool.id()];
+/// Every registry ever made, keyed by its resource's id (never by address). Registries are never
+/// freed, so a hook never outlives its registry, and `release_device_memory` may visit them all.
+struct Registries {
+  std::mutex mutex;
+  std::unordered_map<std::uint64_t, EvictionRegistry*> by_resource;
+};
+
+Registries& registries() {
+  static auto* const all = new Registries;
+  return *all;
+}
+
+/// The eviction registry of `resource`, made (with the resource's eviction hook) on first use.
+EvictionRegistry& registry_of(EvictableResource& resource) {
+  Registries& all = registries();
+  std::lock_guard lock(all.mutex);
+  EvictionRegistry*& registry = all.by_resource[resource.id()];
   if (registry == nullptr) {
     auto made = std::make_unique<EvictionRegistry>();
-    (void)pool.add_eviction_hook(
+    (void)resource.add_eviction_hook(
         [target = made.get()](std::size_t bytes_needed) { return target->evict(bytes_needed); });
     registry = made.release();
   }
@@ -131,8 +151,25 @@ EvictionRegistry* eviction_registry_for(MemoryResource& resource) {
   static MemoryResource* const default_resource = &default_device_resource();
   static EvictionRegistry* const default_registry = &registry_of(default_device_pool());
   if (&resource == default_resource) return default_registry;
-  PoolResource* const pool = serving_pool(resource);
-  return pool != nullptr ? &registry_of(*pool) : nullptr;
+  EvictableResource* const serving = serving_resource(resource);
+  return serving != nullptr ? &registry_of(*serving) : nullptr;
+}
+
+std::size_t evict_device_copies(std::size_t bytes, int device) {
+  std::vector<EvictionRegistry*> every;
+  {
+    Registries& all = registries();
+    std::lock_guard lock(all.mutex);
+    for (const auto& [id, registry] : all.by_resource) every.push_back(registry);
+  }
+  std::size_t released = 0;
+  for (const bool allow_dirty : {false, true}) {
+    for (EvictionRegistry* registry : every) {
+      if (released >= bytes) return released;
+      released += registry->evict(bytes - released, {allow_dirty}, device);
+    }
+  }
+  return released;
 }
 
 void register_for_eviction(EvictionRegistry& registry, ArrayCore& core, int device) noexcept {

@@ -1,6 +1,7 @@
-// Private: eviction. Each pool's out-of-memory chain evicts exactly the device copies whose buffers
-// it holds: one registry per pool (so one per device for the default pools), made with the pool's
-// eviction hook on first use. An array is linked once per device copy that holds a pooled buffer.
+// Private: eviction. Each evictable resource's out-of-memory path (a pool's, a CcclDeviceResource's)
+// evicts exactly the device copies whose buffers it holds: one registry per resource (so one per
+// device for the default pools), made with the resource's eviction hook on first use. An array is
+// linked once per device copy that holds a buffer of such a resource.
 #pragma once
 
 #include <smartarray/core/detail/array_core.hpp>
@@ -10,10 +11,13 @@
 
 namespace smartarray::detail {
 
-/// The eviction registry of the pool that serves allocations from `resource`: the resource itself,
-/// or the pool under a StatisticsAdaptor; nullptr for any other resource (its arrays are never
-/// evicted). May throw (the registry is made on first use).
+/// The eviction registry of the evictable resource that serves allocations from `resource`: the
+/// resource itself, or the one under a StatisticsAdaptor; nullptr for any other resource (its
+/// arrays are never evicted). May throw (the registry is made on first use).
 [[nodiscard]] EvictionRegistry* eviction_registry_for(MemoryResource& resource);
+/// Drops device copies on `device`, from every registry, until `bytes` are released: every
+/// registry's clean copies first, then dirty ones (written back). The bytes released.
+std::size_t evict_device_copies(std::size_t bytes, int device);
 /// Links `core`'s copy on `device` into `registry`.
 void register_for_eviction(EvictionRegistry& registry, ArrayCore& core, int device) noexcept;
 /// Unlinks `core`'s copy on `device` from `registry`.

@@ -1,0 +1,17 @@
+// release_device_memory: eviction on behalf of another library, then a trim of the device pool.
+#include <smartarray/core/memory_pressure.hpp>
+#include <smartarray/memory/default_resources.hpp>
+
+#include "core/eviction.hpp"
+
+namespace smartarray {
+
+DeviceMemoryRelease release_device_memory(std::size_t bytes, int device) {
+  PoolResource& pool = default_device_pool(device);  // checks the ordinal
+  DeviceMemoryRelease release;
+  release.evicted_bytes = detail::evict_device_copies(bytes, device);
+  release.returned_bytes = pool.trim();
+  return release;
+}
+
+}  // namespace smartarray
