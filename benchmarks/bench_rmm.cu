@@ -1,0 +1,84 @@
+// SmartArray device storage from an RMM pool against smartarray's own pool, in the same run (built
+// by the rmm preset against librmm).
+//
+// - BM_RmmAllocateFreePair/bytes: one sample makes and destroys 100 device-only SmartArrays
+//   (`sa::device_array`) of that size, one at a time: each is one allocate + free pair of its
+//   device storage, plus what the array itself costs. The contenders alternate inside every
+//   iteration: storage from the default device resource (smartarray's pool, warm) and from a
+//   `CcclDeviceResource` over `rmm::mr::pool_memory_resource` (warm). Counters: sa_ns and rmm_ns
+//   per pair (medians over the samples), and rmm_vs_sa = rmm_ns / sa_ns (target: at most 1.10).
+//
+// Needs the cuda backend and reports an error on the host backend.
+#include <smartarray/memory/cccl_resource.hpp>
+#include <smartarray/smartarray.hpp>
+
+#include "bench_main.hpp"
+#include "bench_support.cuh"
+
+#include <rmm/mr/cuda_memory_resource.hpp>
+#include <rmm/mr/pool_memory_resource.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+namespace sa = smartarray;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double nanos_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+}
+double median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+constexpr int pairs_per_sample = 100;
+
+/// Nanoseconds per pair: `pairs_per_sample` device-only arrays of `n` floats made and destroyed.
+double sample(std::size_t n, sa::StreamRef stream, const sa::ArrayOptions& options) {
+  const auto start = Clock::now();
+  for (int i = 0; i < pairs_per_sample; ++i) {
+    sa::SmartArray<float> a = sa::device_array<float>(n, stream, options);
+    benchmark::DoNotOptimize(a);
+  }
+  return nanos_since(start) / pairs_per_sample;
+}
+
+void BM_RmmAllocateFreePair(benchmark::State& state) {
+  if (!sa::bench::need_cuda(state)) return;
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  const std::size_t n = bytes / sizeof(float);
+  rmm::mr::pool_memory_resource rmm_pool(rmm::mr::cuda_memory_resource{}, std::size_t{1} << 30);
+  sa::CcclDeviceResource from_rmm{rmm_pool};
+  const sa::ArrayOptions own{};
+  const sa::ArrayOptions over_rmm{.device_resource = &from_rmm};
+  sa::Stream stream;
+  (void)sample(n, stream, own);  // warm both pools
+  (void)sample(n, stream, over_rmm);
+  std::vector<double> sa_ns, rmm_ns;
+  for (auto _ : state) {
+    sa_ns.push_back(sample(n, stream, own));
+    const double rmm = sample(n, stream, over_rmm);
+    rmm_ns.push_back(rmm);
+    state.SetIterationTime(rmm * pairs_per_sample * 1e-9);
+  }
+  stream.synchronize();
+  state.counters["sa_ns"] = median(sa_ns);
+  state.counters["rmm_ns"] = median(rmm_ns);
+  state.counters["rmm_vs_sa"] = median(rmm_ns) / median(sa_ns);
+}
+BENCHMARK(BM_RmmAllocateFreePair)
+    ->Arg(std::size_t{400} << 10)
+    ->Arg(std::size_t{16} << 20)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+SMARTARRAY_BENCHMARK_MAIN()

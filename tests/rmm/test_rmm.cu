@@ -1,0 +1,167 @@
+// RMM and smartarray on one GPU: RMM containers allocate from smartarray's pool, SmartArrays
+// allocate from RMM resources (and are evicted when those run out), and RMM's failure callback
+// evicts SmartArrays' device copies. Built by the rmm preset against librmm; cuda backend only.
+#include "support/test_support.hpp"
+
+#include "support/device_ops.cuh"
+
+#include <smartarray/adapters/rmm.hpp>
+#include <smartarray/memory/cccl_resource.hpp>
+#include <smartarray/smartarray.hpp>
+
+#include <rmm/device_buffer.hpp>
+#include <rmm/device_uvector.hpp>
+#include <rmm/mr/cuda_memory_resource.hpp>
+#include <rmm/mr/limiting_resource_adaptor.hpp>
+#include <rmm/mr/pool_memory_resource.hpp>
+#include <rmm/mr/statistics_resource_adaptor.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace sa = smartarray;
+using sa::SmartArray;
+using sa::test::host_copy;
+using sa::test::random_values;
+using sa::test::scale_on_device;
+using sa::test::scaled;
+
+static_assert(cuda::mr::resource_with<sa::CcclResourceView, cuda::mr::device_accessible>);
+static_assert(cuda::mr::resource_with<rmm::mr::pool_memory_resource, cuda::mr::device_accessible>);
+static_assert(sa::cccl_stream_resource<rmm::mr::pool_memory_resource>);
+static_assert(sa::cccl_stream_resource<rmm::device_async_resource_ref>);
+
+namespace {
+
+constexpr std::size_t block_bytes = std::size_t{1} << 20;
+constexpr std::size_t n = block_bytes / sizeof(float);
+
+void check(cudaError_t status) { ASSERT_EQ(status, cudaSuccess) << cudaGetErrorString(status); }
+
+/// The values of `count` floats at device address `data`.
+std::vector<float> device_values(const float* data, std::size_t count, cudaStream_t stream) {
+  std::vector<float> values(count, -1.0F);
+  check(cudaMemcpyAsync(values.data(), data, count * sizeof(float), cudaMemcpyDeviceToHost,
+                        stream));
+  check(cudaStreamSynchronize(stream));
+  return values;
+}
+
+bool device_valid(const SmartArray<float>& a) { return a.is_valid(sa::Side::device); }
+
+class Rmm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (sa::test::on_host_backend()) GTEST_SKIP() << "RMM's resources need the cuda backend";
+  }
+};
+
+}  // namespace
+
+TEST_F(Rmm, ADeviceUvectorAllocatesFromSmartarraysPool) {
+  sa::StatisticsAdaptor& counted = sa::default_device_resource();
+  const sa::MemoryStats before = counted.stats();
+  sa::Stream stream;
+  const auto cuda_stream = static_cast<cudaStream_t>(stream.ref().handle());
+  const auto values = random_values<float>(n);
+  {
+    rmm::device_uvector<float> v(n, cuda::stream_ref{cuda_stream},
+                                 sa::CcclResourceView{counted});
+    EXPECT_EQ(counted.stats().current_count, before.current_count + 1);
+    EXPECT_EQ(counted.stats().current_bytes, before.current_bytes + block_bytes);
+    check(cudaMemcpyAsync(v.data(), values.data(), block_bytes, cudaMemcpyHostToDevice,
+                          cuda_stream));
+    EXPECT_EQ(device_values(v.data(), n, cuda_stream), values);
+    rmm::device_buffer buffer(3000, cuda::stream_ref{cuda_stream}, sa::CcclResourceView{counted});
+    EXPECT_EQ(counted.stats().current_count, before.current_count + 2);
+  }
+  EXPECT_EQ(counted.stats().current_count, before.current_count);
+  stream.synchronize();
+}
+
+TEST_F(Rmm, SmartArraysAllocateFromAnRmmPool) {
+  rmm::mr::pool_memory_resource pool(rmm::mr::cuda_memory_resource{}, 8 * block_bytes);
+  rmm::mr::statistics_resource_adaptor counted(pool);
+  sa::CcclDeviceResource from_rmm{counted};
+  const auto values = random_values<float>(n);
+  {
+    SmartArray<float> a(values, sa::ArrayOptions{.device_resource = &from_rmm});
+    scale_on_device(a);
+    EXPECT_EQ(counted.get_allocations_counter().value, 1);
+    EXPECT_EQ(counted.get_bytes_counter().value, static_cast<std::int64_t>(block_bytes));
+    EXPECT_EQ(host_copy(a), scaled(values));
+    EXPECT_EQ(a.transfer_stats().h2d_count, 1U);
+    EXPECT_EQ(a.transfer_stats().d2h_count, 1U);
+  }
+  EXPECT_EQ(counted.get_allocations_counter().value, 0);
+  check(cudaDeviceSynchronize());
+}
+
+TEST_F(Rmm, AnRmmResourceThatRunsOutEvictsTheCopiesItHolds) {
+  rmm::mr::limiting_resource_adaptor limited(rmm::mr::cuda_memory_resource{}, 3 * block_bytes);
+  sa::CcclDeviceResource from_rmm{limited};
+  const sa::ArrayOptions options{.device_resource = &from_rmm};
+  const auto d_values = random_values<float>(n);
+  const auto c_values = random_values<float>(n);
+  SmartArray<float> d(d_values, options);
+  SmartArray<float> e(random_values<float>(n), options);
+  SmartArray<float> c(c_values, options);
+  scale_on_device(d);
+  scale_on_device(e);
+  (void)c.device_view();  // full: d and e dirty, c clean
+  SmartArray<float> f(random_values<float>(2 * n), options);
+  (void)f.device_view();  // c goes first, then d, the older dirty copy
+  EXPECT_FALSE(device_valid(c));
+  EXPECT_FALSE(device_valid(d));
+  EXPECT_TRUE(device_valid(e));
+  EXPECT_EQ(c.transfer_stats().d2h_count, 0U);
+  EXPECT_EQ(d.transfer_stats().d2h_count, 1U);
+  EXPECT_EQ(d.transfer_stats().d2h_bytes, block_bytes);
+  EXPECT_EQ(e.transfer_stats().d2h_count, 0U);
+  EXPECT_EQ(limited.get_allocated_bytes(), 3 * block_bytes);
+  EXPECT_EQ(host_copy(c), c_values);
+  EXPECT_EQ(host_copy(d), scaled(d_values));
+}
+
+TEST_F(Rmm, RmmsFailureCallbackEvictsSmartArraysThenRetries) {
+  // SmartArrays and an RMM container share one limited RMM resource. The container's allocation
+  // fails, and the callback frees SmartArrays' copies: the clean one, then the oldest dirty one.
+  rmm::mr::limiting_resource_adaptor limited(rmm::mr::cuda_memory_resource{}, 4 * block_bytes);
+  sa::CcclDeviceResource from_rmm{limited};
+  const sa::ArrayOptions options{.device_resource = &from_rmm};
+  const auto d_values = random_values<float>(n);
+  const auto e_values = random_values<float>(n);
+  const auto c_values = random_values<float>(n);
+  SmartArray<float> d(d_values, options);
+  SmartArray<float> e(e_values, options);
+  SmartArray<float> c(c_values, options);
+  scale_on_device(d);
+  scale_on_device(e);
+  (void)c.device_view();
+  auto evicting = sa::rmm::with_eviction(limited);
+  sa::Stream stream;
+  rmm::device_buffer buffer(3 * block_bytes,
+                            cuda::stream_ref{static_cast<cudaStream_t>(stream.ref().handle())},
+                            evicting);
+  EXPECT_EQ(buffer.size(), 3 * block_bytes);
+  EXPECT_FALSE(device_valid(c));
+  EXPECT_FALSE(device_valid(d));
+  EXPECT_TRUE(device_valid(e));
+  EXPECT_EQ(c.transfer_stats().d2h_count, 0U);
+  EXPECT_EQ(d.transfer_stats().d2h_count, 1U);
+  EXPECT_EQ(e.transfer_stats().d2h_count, 0U);
+  EXPECT_EQ(host_copy(c), c_values);
+  EXPECT_EQ(host_copy(d), scaled(d_values));
+  EXPECT_EQ(host_copy(e), scaled(e_values));
+}
+
+TEST_F(Rmm, TheFailureCallbackSaysNoWhenNothingIsLeftToEvict) {
+  rmm::mr::limiting_resource_adaptor limited(rmm::mr::cuda_memory_resource{}, block_bytes);
+  auto evicting = sa::rmm::with_eviction(limited);
+  EXPECT_THROW(rmm::device_buffer(2 * block_bytes, cuda::stream_ref{cudaStream_t{}}, evicting),
+               rmm::out_of_memory);
+}
