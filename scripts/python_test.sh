@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the Python package (pip install . into build-py/venv, made on first use) and runs its
-# pytest suite: python/tests and the examples under examples/python. Without a GPU that is the host
+# Builds the Python package's wheel once (pip wheel . into build-py/dist), installs it into
+# build-py/venv (made on first use) and runs its pytest suite: python/tests and the examples under
+# examples/python; with WHEEL_CHECK=1, then checks the wheel alone. Without a GPU that is the host
 # backend (the examples that need Numba's CUDA target report as skipped), run on one emulated
 # device and then on two; with GPUs, the cuda backend on every visible GPU and the interop tests
 # of whatever of Numba, CuPy and PyTorch the venv has.
@@ -9,6 +10,13 @@
 #   PYTHON_INSTALL_ONLY=1  install, run nothing
 #   VENV                   the virtual environment (default build-py/venv)
 #   PYTHON                 the interpreter that makes it (default python3)
+#   WHEEL_DIR              where the wheel goes (default build-py/dist)
+#   WHEEL_CHECK=1          after the suite, the wheel alone: installed in a fresh venv
+#                          (build-py/venv-wheel, or WHEEL_VENV) with what it requires from the index
+#                          (NumPy; offline, PIP_FIND_LINKS must hold a NumPy wheel), imported from
+#                          outside the repository for a round trip with exact copy counts; no file
+#                          outside the package; its extension needing no libraries but the C/C++
+#                          runtime's and CUDA's. CI sets it; scripts/gpu_check.sh does not.
 #   PYTHON_SHARE_SITE=1    the venv also sees PYTHON's own packages (Numba, CuPy, PyTorch on the GPU
 #                          machine), through a .pth file that lists their folders (their own .pth
 #                          files do not run: numba-cuda's redirection of numba.cuda among them,
@@ -27,7 +35,7 @@ venv="${VENV:-build-py/venv}"
 if [ ! -x "${venv}/bin/python" ]; then
   "${PYTHON:-python3}" -m venv "${venv}"
 fi
-py="${venv}/bin/python"
+py="$(realpath "${venv}")/bin/python"
 if [ "${PYTHON_SHARE_SITE:-0}" = 1 ]; then
   "${PYTHON:-python3}" -c 'import site; print("\n".join(site.getsitepackages()))' \
     > "$("${py}" -c 'import site; print(site.getsitepackages()[0])')/smartarray-shared-site.pth"
@@ -43,13 +51,17 @@ elif ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 # No build isolation: the venv's scikit-build-core and nanobind stay at one path, so that the
 # build directory (build-py/<wheel tag>) is reused and a rebuild compiles only what changed.
-"${py}" -m pip install -q --no-build-isolation "${defines[@]}" .
+dist="${WHEEL_DIR:-build-py/dist}"
+rm -rf "${dist}"
+"${py}" -m pip wheel -q --no-build-isolation --no-deps "${defines[@]}" -w "${dist}" .
+wheel=$(realpath "${dist}"/smartarray-*.whl)
+"${py}" -m pip install -q --no-deps --force-reinstall "${wheel}"
 
 [ "${PYTHON_INSTALL_ONLY:-0}" = 1 ] && exit 0
-backend=$(cd python/tests && "../../${py}" -c 'import smartarray as sa; print(sa.backend())')
+backend=$(cd python/tests && "${py}" -c 'import smartarray as sa; print(sa.backend())')
 status=0
 run_pytest() {
-  (cd python/tests && "../../${py}" -c 'import smartarray as sa
+  (cd python/tests && "${py}" -c 'import smartarray as sa
 print("smartarray", sa.__version__, "backend:", sa.backend(), "devices:", len(sa.gpus))')
   "${py}" -m pytest -q -p no:cacheprovider -rs python/tests examples/python "$@" || status=$?
   if [ "${status}" -eq 5 ]; then
@@ -63,5 +75,50 @@ if [ "${backend}" = host ] && [ -z "${SMARTARRAY_HOST_DEVICES:-}" ]; then
   SMARTARRAY_HOST_DEVICES=2 run_pytest "$@"
 else
   run_pytest "$@"
+fi
+
+if [ "${WHEEL_CHECK:-0}" = 1 ]; then
+  fresh="${WHEEL_VENV:-build-py/venv-wheel}"
+  "${PYTHON:-python3}" -m venv --clear "${fresh}"
+  fresh=$(realpath "${fresh}")
+  "${fresh}/bin/python" -m pip install -q "${wheel}"
+  # From outside the repository, so that python/smartarray cannot be the one imported.
+  ext=$(cd / && "${fresh}/bin/python" - <<'PY'
+import sys
+import numpy as np
+import smartarray as sa
+x = np.random.default_rng(7).uniform(1.0, 2.0, 1000)
+with sa.expect_transfers(h2d=1, d2h=1):
+    a = sa.to_device(x)
+    a.gpu_changed()
+    assert np.array_equal(a.host(), x)
+print("wheel:", sa.__file__, file=sys.stderr)
+print("wheel: smartarray", sa.__version__, "backend:", sa.backend(), "numpy", np.__version__,
+      "- to_device, gpu_changed, host: 1 H2D, 1 D2H", file=sys.stderr)
+print(sa._ext.__file__)
+PY
+)
+  # The wheel holds the package and its metadata only.
+  "${fresh}/bin/python" - "${wheel}" <<'PY'
+import sys, zipfile
+names = zipfile.ZipFile(sys.argv[1]).namelist()
+stray = [n for n in names if not n.startswith(("smartarray/", "smartarray-"))]
+print(f"wheel: {len(names)} files, {len(stray)} outside the package", file=sys.stderr)
+sys.exit(f"python_test.sh: files outside the package in the wheel: {stray}" if stray else 0)
+PY
+  # What auditwheel would look at: the shared libraries the extension names. Besides glibc's and
+  # the C++ runtime's, only the CUDA driver's (the CUDA runtime is linked in statically).
+  readelf -d "${ext}" | grep -E "NEEDED|RUNPATH|RPATH" | sed 's/^ */wheel: /'
+  if ldd "${ext}" | grep "not found"; then
+    echo "python_test.sh: the wheel's extension misses libraries" >&2
+    exit 1
+  fi
+  unexpected=$(readelf -d "${ext}" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -vE \
+    '^(libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|libcuda)\.so|^ld-linux' ||
+    true)
+  if [ -n "${unexpected}" ]; then
+    echo "python_test.sh: the wheel's extension needs $(echo "${unexpected}" | tr '\n' ' ')" >&2
+    exit 1
+  fi
 fi
 exit "${status}"
