@@ -9,6 +9,9 @@ import contextlib
 import numpy as np
 
 from . import _ext
+from ._allocators import (cupy_allocator, cupy_pinned_allocator, device_budget,
+                          device_memory_stats, pinned_memory_stats, set_device_budget,
+                          torch_allocator)
 from ._array import SmartArray, backend
 from ._devices import (Device, device_count, device_name, device_transfer_stats,
                        get_current_device, gpus, select_device)
@@ -25,12 +28,23 @@ __all__ = [
     "expect_transfers", "TransferMismatch", "synchronize", "synchronize_device", "trace_enabled",
     "stream_handle", "forget_stream", "forget_unused_streams", "supported_dtypes", "device_name",
     "Device", "gpus", "select_device", "get_current_device", "device_count",
-    "device_transfer_stats",
-]
+    "device_transfer_stats", "torch_allocator", "cupy_allocator", "cupy_pinned_allocator",
+    "device_memory_stats", "pinned_memory_stats", "device_budget", "set_device_budget",
+]  # and NumbaMemoryManager, left out here: it imports Numba (see __getattr__)
 __version__ = "0.1.0"
 
 synchronize_device = _ext.synchronize_device
 trace_enabled = _ext.trace_enabled
+
+
+def __getattr__(name):
+    """``NumbaMemoryManager`` (and ``_numba_memory_manager``, which Numba reads for
+    ``NUMBA_CUDA_MEMORY_MANAGER=smartarray``), made on first use: the class derives from Numba's,
+    and ``import smartarray`` needs NumPy only."""
+    if name in ("NumbaMemoryManager", "_numba_memory_manager"):
+        from ._allocators import numba_memory_manager
+        return numba_memory_manager()
+    raise AttributeError(f"module 'smartarray' has no attribute {name!r}")
 
 
 def synchronize(stream=0):

@@ -3,6 +3,7 @@
 // dtype and order live in the Python class (python/smartarray/_array.py), which subclasses _Core
 // and hands the layout down through _set_layout for the buffer protocol. Plain C++: the public
 // headers compile with g++.
+#include "allocators.hpp"
 #include "core.hpp"
 #include "dlpack.hpp"
 
@@ -282,4 +283,5 @@ NB_MODULE(_ext, m) {
     sa::synchronize_device();
   });
   m.def("trace_enabled", [] { return sa::trace_enabled(); });
+  bind_allocators(m);
 }

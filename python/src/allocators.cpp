@@ -1,0 +1,319 @@
+// Other libraries allocate from smartarray's device pools, so that their out-of-memory evicts
+// SmartArrays' device copies (clean ones first, then dirty ones, written back) before it fails:
+// - PyTorch: CUDAPluggableAllocator over smartarray_torch_malloc / smartarray_torch_free;
+// - CuPy: CFunctionAllocator over smartarray_cupy_malloc / smartarray_cupy_free;
+// - Numba: smartarray.NumbaMemoryManager, through _device_allocate / _device_free.
+// python/smartarray/_allocators.py builds the Python side. The C entry points are exported from
+// the extension module itself, so the libraries load them from its file.
+#include "allocators.hpp"
+
+#include <cuda_runtime_api.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <sys/types.h>
+
+#include <smartarray/error.hpp>
+#include <smartarray/memory/default_resources.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
+#include <smartarray/runtime/device.hpp>
+#include <smartarray/runtime/stream.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#define SMARTARRAY_C_API extern "C" __attribute__((visibility("default")))
+
+namespace nb = nanobind;
+namespace sa = smartarray;
+
+namespace {
+
+/// The message of the last failed allocation through the C entry points, per thread.
+thread_local std::string last_error;
+
+/// The stream under which the pool files a block. A library's default stream (0, or CUDA's legacy
+/// handle 1) becomes `device`'s own default stream, which names that device's default stream
+/// whatever device is current later, when the pool hands the block to another stream.
+sa::StreamRef pool_stream(void* stream, int device) {
+  const auto handle = reinterpret_cast<std::uintptr_t>(stream);
+  if (handle == 0 || handle == 1) return sa::default_stream(sa::Device{device});
+  return sa::StreamRef(stream);
+}
+
+/// `bytes` from device `device`'s pool, usable by work queued on `stream` from now on. The
+/// device is made current for the call: the pool records its events on the stream's device.
+/// Throws out_of_memory when even evicting every device copy cannot make room.
+void* allocate_on(std::size_t bytes, int device, void* stream) {
+  const sa::DeviceGuard on(sa::Device{device});
+  return sa::device_resource(device).allocate(pool_stream(stream, device), bytes);
+}
+
+/// Releases a block whose last use was queued on `stream`. Never throws: a bad device is reported
+/// on stderr (the block stays allocated).
+void deallocate_on(void* ptr, std::size_t bytes, int device, void* stream) noexcept {
+  if (ptr == nullptr) return;
+  try {
+    const sa::DeviceGuard on(sa::Device{device});
+    sa::device_resource(device).deallocate(pool_stream(stream, device), ptr, bytes);
+  } catch (const std::exception& error) {
+    std::cerr << "smartarray: free of " << bytes << " bytes at " << ptr << " on device " << device
+              << " failed: " << error.what() << "\n";
+  }
+}
+
+/// Per device, the stream that CuPy's and Numba's blocks are released on (they say nothing of the
+/// streams that used a block). At each release it is made to wait for the work queued so far on
+/// the device's legacy default stream, which itself waits for the work of every blocking stream:
+/// so whoever reuses the block waits for that work (the pool records its events on this stream, or
+/// finds it idle). Releasing on the default stream itself would not do: the pool takes a block of
+/// an idle stream at once, and the legacy stream can be idle while other streams still use the
+/// block. Never destroyed: the pool may name it at any time.
+sa::StreamRef release_stream(int device) {
+  static std::mutex mutex;
+  static std::array<sa::Stream*, sa::max_devices> streams{};
+  const std::lock_guard lock(mutex);
+  sa::Stream*& stream = streams[static_cast<std::size_t>(device)];
+  if (stream == nullptr) stream = new sa::Stream(sa::Device{device});
+  return stream->ref();
+}
+
+/// Releases a block whose users are unknown, after the work of every blocking stream of `device`
+/// queued so far. Never throws: a failure is reported on stderr (the block stays allocated).
+void release_after_blocking_work(void* ptr, std::size_t bytes, int device) noexcept {
+  if (ptr == nullptr) return;
+  try {
+    const sa::DeviceGuard on(sa::Device{device});
+    const sa::StreamRef stream = release_stream(device);
+    sa::detail::stream_wait_stream(stream, sa::default_stream(sa::Device{device}));
+    sa::device_resource(device).deallocate(stream, ptr, bytes);
+  } catch (const std::exception& error) {
+    std::cerr << "smartarray: free of " << bytes << " bytes at " << ptr << " on device " << device
+              << " failed: " << error.what() << "\n";
+  }
+}
+
+/// The sizes of CuPy's live blocks: CuPy's free passes none. Never destroyed: CuPy may free
+/// blocks during interpreter shutdown.
+struct SizeMap {
+  std::mutex mutex;
+  std::unordered_map<void*, std::size_t> sizes;
+};
+SizeMap& cupy_sizes() {
+  static auto* map = new SizeMap;
+  return *map;
+}
+
+/// CuPy's current stream on the calling thread, through the C function at `getter` (CuPy's own
+/// `get_current_stream_ptr`, found by _allocators.py); nullptr (the default stream) without one.
+void* cupy_current_stream(void* getter) noexcept {
+  if (getter == nullptr) return nullptr;
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  std::intptr_t stream = reinterpret_cast<std::intptr_t (*)()>(getter)();
+  if (stream == -1 && PyErr_Occurred() != nullptr) {
+    PyErr_Clear();
+    stream = 0;
+  }
+  PyGILState_Release(gil);
+  return reinterpret_cast<void*>(stream);
+}
+
+/// Releases the GIL, when the calling thread holds it, for the lifetime of the object: making
+/// room may write device copies back to the host, which other Python threads need not wait for.
+class WithoutGil {
+ public:
+  WithoutGil() noexcept : saved_(PyGILState_Check() ? PyEval_SaveThread() : nullptr) {}
+  ~WithoutGil() {
+    if (saved_ != nullptr) PyEval_RestoreThread(saved_);
+  }
+  WithoutGil(const WithoutGil&) = delete;
+  WithoutGil& operator=(const WithoutGil&) = delete;
+
+ private:
+  PyThreadState* saved_;
+};
+
+nb::dict stats_dict(const sa::MemoryStats& s, std::size_t bytes_in_use) {
+  nb::dict d;
+  d["current_bytes"] = s.current_bytes;
+  d["current_count"] = s.current_count;
+  d["peak_bytes"] = s.peak_bytes;
+  d["peak_count"] = s.peak_count;
+  d["total_bytes"] = s.total_bytes;
+  d["total_count"] = s.total_count;
+  d["bytes_in_use"] = bytes_in_use;
+  d["reserved_bytes"] = s.reserved_bytes;
+  d["largest_free_block"] = s.largest_free_block;
+  d["upstream_allocations"] = s.upstream_allocations;
+  d["fragmentation"] = s.fragmentation;
+  return d;
+}
+
+void check_device(int device) { sa::detail::runtime().check_device(device, "allocators"); }
+
+}  // namespace
+
+// --- PyTorch: torch.cuda.memory.CUDAPluggableAllocator ------------------------------------------
+
+/// PyTorch's pluggable malloc: `size` bytes on `device` for work on `stream` (PyTorch's current
+/// stream). PyTorch does not check the pointer it gets back: the way to report a failure is a
+/// C++ exception, which PyTorch turns into a RuntimeError with its message (as RMM's allocator
+/// does). So a failure throws std::runtime_error naming the request and the pool's state, and
+/// nothing else crosses: smartarray's own exception types stay inside.
+SMARTARRAY_C_API void* smartarray_torch_malloc(ssize_t size, int device, cudaStream_t stream) {
+  if (size <= 0) return nullptr;
+  std::string message;
+  try {
+    return allocate_on(static_cast<std::size_t>(size), device, stream);
+  } catch (const std::exception& error) {
+    message = error.what();
+  } catch (...) {
+    message = "unknown error";
+  }
+  last_error = sa::detail::concat("smartarray_torch_malloc of ", size, " bytes on device ", device,
+                                  ": ", message);
+  throw std::runtime_error(last_error);
+}
+
+/// PyTorch's pluggable free: `stream` is the stream of the allocation, which PyTorch keeps.
+SMARTARRAY_C_API void smartarray_torch_free(void* ptr, ssize_t size, int device,
+                                            cudaStream_t stream) {
+  deallocate_on(ptr, static_cast<std::size_t>(size), device, stream);
+}
+
+// --- CuPy: cupy.cuda.memory.CFunctionAllocator --------------------------------------------------
+
+/// CuPy's malloc: `size` bytes on `device` for work on CuPy's current stream (read through
+/// `param`, see cupy_current_stream). Returns nullptr on failure, with the message kept for
+/// smartarray's allocator (_allocators.py), which raises CuPy's OutOfMemoryError: CuPy checks no
+/// pointer and its C frames let no exception through.
+SMARTARRAY_C_API void* smartarray_cupy_malloc(void* param, std::size_t size, int device) {
+  if (size == 0) return nullptr;
+  void* const stream = cupy_current_stream(param);
+  std::string message;
+  try {
+    void* ptr = nullptr;
+    {
+      const WithoutGil nogil;
+      ptr = allocate_on(size, device, stream);
+    }
+    try {
+      SizeMap& map = cupy_sizes();
+      const std::lock_guard lock(map.mutex);
+      map.sizes.emplace(ptr, size);
+    } catch (...) {
+      release_after_blocking_work(ptr, size, device);
+      throw;
+    }
+    return ptr;
+  } catch (const std::exception& error) {
+    message = error.what();
+  } catch (...) {
+    message = "unknown error";
+  }
+  last_error = sa::detail::concat("smartarray_cupy_malloc of ", size, " bytes on device ", device,
+                                  ": ", message);
+  return nullptr;
+}
+
+/// CuPy's free. CuPy says neither the size nor the stream: the size comes from the map, and the
+/// block is released after the work of every blocking stream (release_after_blocking_work), not
+/// on the stream of the allocation, which CuPy may have destroyed by now. Work on a non-blocking
+/// stream must be complete before the array is dropped.
+SMARTARRAY_C_API void smartarray_cupy_free(void*, void* ptr, int device) {
+  if (ptr == nullptr) return;
+  std::size_t size = 0;
+  {
+    SizeMap& map = cupy_sizes();
+    const std::lock_guard lock(map.mutex);
+    const auto found = map.sizes.find(ptr);
+    if (found == map.sizes.end()) {
+      std::cerr << "smartarray: smartarray_cupy_free of " << ptr << " on device " << device
+                << ": not a block of smartarray_cupy_malloc (left alone)\n";
+      return;
+    }
+    size = found->second;
+    map.sizes.erase(found);
+  }
+  release_after_blocking_work(ptr, size, device);
+}
+
+// --- Python -------------------------------------------------------------------------------------
+
+void smartarray_python::bind_allocators(nb::module_& m) {
+  m.def("_allocator_functions", [] {
+    nb::dict d;
+    d["torch_malloc"] = reinterpret_cast<std::uintptr_t>(&smartarray_torch_malloc);
+    d["torch_free"] = reinterpret_cast<std::uintptr_t>(&smartarray_torch_free);
+    d["cupy_malloc"] = reinterpret_cast<std::uintptr_t>(&smartarray_cupy_malloc);
+    d["cupy_free"] = reinterpret_cast<std::uintptr_t>(&smartarray_cupy_free);
+    return d;
+  });
+  m.def("_allocator_error", [] { return last_error; },
+        "The message of the calling thread's last failed allocation through the C entry points.");
+  // A Cython module's exported C function (its __pyx_capi__ capsule), when the capsule's name (the
+  // function's C signature) starts with `signature`; else 0.
+  m.def("_capsule_function", [](nb::handle capsule, const std::string& signature) {
+    if (!PyCapsule_CheckExact(capsule.ptr())) return std::uintptr_t{0};
+    const char* const name = PyCapsule_GetName(capsule.ptr());
+    if (name == nullptr || std::strncmp(name, signature.c_str(), signature.size()) != 0) {
+      PyErr_Clear();
+      return std::uintptr_t{0};
+    }
+    void* const function = PyCapsule_GetPointer(capsule.ptr(), name);
+    if (function == nullptr) PyErr_Clear();
+    return reinterpret_cast<std::uintptr_t>(function);
+  });
+  // The stream that the function at `stream_function` returns (as CuPy's malloc reads it).
+  m.def("_current_stream_of", [](std::uintptr_t stream_function) {
+    return reinterpret_cast<std::uintptr_t>(
+        cupy_current_stream(reinterpret_cast<void*>(stream_function)));
+  });
+  m.def("_device_allocate", [](std::size_t bytes, int device, std::uintptr_t stream) {
+    nb::gil_scoped_release nogil;
+    return reinterpret_cast<std::uintptr_t>(
+        allocate_on(bytes, device, reinterpret_cast<void*>(stream)));
+  });
+  m.def("_device_free", [](std::uintptr_t ptr, std::size_t bytes, int device) {
+    release_after_blocking_work(reinterpret_cast<void*>(ptr), bytes, device);
+  });
+  m.def("_pinned_allocate", [](std::size_t bytes) {
+    nb::gil_scoped_release nogil;
+    return reinterpret_cast<std::uintptr_t>(sa::pinned_resource().allocate_sync(bytes));
+  });
+  m.def("_pinned_free", [](std::uintptr_t ptr, std::size_t bytes) {
+    sa::pinned_resource().deallocate_sync(reinterpret_cast<void*>(ptr), bytes);
+  });
+  m.def("_memory_info", [](int device) {
+    check_device(device);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    sa::detail::runtime().memory_info(device, free_bytes, total_bytes);
+    return nb::make_tuple(free_bytes, total_bytes);
+  });
+  m.def("_device_memory_stats", [](int device) {
+    check_device(device);
+    return stats_dict(sa::default_device_resource(device).stats(),
+                      sa::default_device_pool(device).bytes_in_use());
+  });
+  m.def("_pinned_memory_stats", [] {
+    return stats_dict(sa::default_pinned_resource().stats(),
+                      sa::default_pinned_pool().bytes_in_use());
+  });
+  m.def("_device_budget", [](int device) {
+    check_device(device);
+    return sa::device_budget(device);
+  });
+  m.def("_set_device_budget", [](std::optional<std::size_t> bytes, int device) {
+    check_device(device);
+    sa::set_device_budget(bytes, device);
+  });
+}
