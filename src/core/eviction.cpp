@@ -152,7 +152,16 @@ EvictionRegistry* eviction_registry_for(MemoryResource& resource) {
   static EvictionRegistry* const default_registry = &registry_of(default_device_pool());
   if (&resource == default_resource) return default_registry;
   EvictableResource* const serving = serving_resource(resource);
-  return serving != nullptr ? &registry_of(*serving) : nullptr;
+  if (serving == nullptr) return nullptr;
+  // The resource this thread looked up last, by id (an address may be reused): arrays of one
+  // resource come in runs, and the lookup would otherwise take the registries' lock each time.
+  thread_local std::uint64_t last_id = 0;
+  thread_local EvictionRegistry* last_registry = nullptr;
+  if (serving->id() != last_id) {
+    last_registry = &registry_of(*serving);
+    last_id = serving->id();
+  }
+  return last_registry;
 }
 
 std::size_t evict_device_copies(std::size_t bytes, int device) {
