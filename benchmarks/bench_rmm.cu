@@ -75,7 +75,9 @@ void BM_RmmAllocateFreePair(benchmark::State& state) {
   const std::size_t n = bytes / sizeof(float);
   rmm::mr::pool_memory_resource rmm_pool(rmm::mr::cuda_memory_resource{}, std::size_t{1} << 30);
   sa::CcclDeviceResource from_rmm{rmm_pool};
-  sa::PoolResource pooled(from_rmm, sa::PoolOptions{.name = "pool over RMM"});
+  sa::PoolOptions options;
+  options.name = "pool over RMM";
+  sa::PoolResource pooled(from_rmm, options);
   const sa::ArrayOptions own{};
   const sa::ArrayOptions over_rmm{.device_resource = &from_rmm};
   const sa::ArrayOptions pooled_over_rmm{.device_resource = &pooled};
