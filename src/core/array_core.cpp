@@ -5,6 +5,7 @@
 // their buffers and eviction are in device_copies.cpp; construction and moves in
 // array_lifetime.cpp; the host buffer and the vector operations in host_buffer.cpp.
 #include <smartarray/core/detail/array_core.hpp>
+#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 #include "core/parallel_copy.hpp"
@@ -16,6 +17,17 @@
 #include <algorithm>
 
 namespace smartarray::detail {
+namespace {
+
+/// The NVTX range name of an acquire: "acquire device read".
+const char* acquire_name(Side side, Access access) noexcept {
+  static constexpr const char* names[2][3] = {
+      {"acquire host read", "acquire host read_write", "acquire host discard"},
+      {"acquire device read", "acquire device read_write", "acquire device discard"}};
+  return names[side == Side::host ? 0 : 1][static_cast<int>(access)];
+}
+
+}  // namespace
 
 const StorageStrategy& ArrayCore::strategy() const noexcept {
   return storage_strategy(placement_.storage.mode);
@@ -52,6 +64,10 @@ bool ArrayCore::valid_on_device(int device) const {
 std::byte* ArrayCore::acquire(Side side, Access access, std::optional<StreamRef> stream,
                               const smartarray::source_location& where, bool require_written) {
   Transaction transaction(*this, Transaction::Kind::use, &where);
+  NvtxRange nvtx;
+  if (nvtx_may_record()) [[unlikely]] {
+    nvtx.push_acquire(acquire_name(side, access), state_.size(), id(), trace_label(), where);
+  }
   return acquire_locked(transaction, side, access, {0, state_.size()}, stream, where,
                         require_written);
 }
@@ -64,6 +80,10 @@ std::byte* ArrayCore::acquire_range(Side side, Access access, ByteRange range,
   SMARTARRAY_EXPECTS(range.begin <= range.end && range.end <= state_.size(), std::out_of_range,
                      describe(), ": the bytes [", range.begin, ", ", range.end,
                      ") leave the array of ", state_.size(), " bytes");
+  NvtxRange nvtx;
+  if (nvtx_may_record()) [[unlikely]] {
+    nvtx.push_acquire(acquire_name(side, access), range.size(), id(), trace_label(), where);
+  }
   if (range.empty()) {
     if (stream) runtime().check_stream(*stream);
     transaction.changed_nothing();
@@ -79,6 +99,10 @@ std::byte* ArrayCore::acquire_range(Side side, Access access, ByteRange range,
 void ArrayCore::acquire_element(Access access, std::size_t offset, std::size_t bytes,
                                 const smartarray::source_location& where, bool require_written) {
   Transaction transaction(*this, Transaction::Kind::use, &where);
+  NvtxRange nvtx;
+  if (nvtx_may_record()) [[unlikely]] {
+    nvtx.push_acquire(acquire_name(Side::host, access), bytes, id(), trace_label(), where);
+  }
   const std::size_t size = state_.size();
   if (offset + bytes > size) return;  // debug builds checked the index; std::vector's rules
   if (capture_written_) [[unlikely]] refuse_host_access_in_capture("element access", where);

@@ -2,6 +2,7 @@
 // resources and the eviction registration that go with them, and the array's number and label.
 #include <smartarray/core/detail/array_core.hpp>
 #include <smartarray/core/detail/array_capture.hpp>
+#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
@@ -88,18 +89,20 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
     target.order.adopt_generation(source.order);
     const StreamRef stream =
         source.order.live_writer().value_or(runtime().default_stream(device));
+    const StorageContext copying =
+        context("copy of an array", smartarray::source_location::current(), device);
     try {
       resolve_eviction_registry(device);
       target.data = static_cast<std::byte*>(device_mr(device).allocate(stream, bytes));
       target.capacity = bytes;
+      const NvtxRange nvtx(copying.transfer(TransferKind::d2d, device_end));
       runtime().copy_async(target.data, source.data, device_end, CopyKind::device_to_device,
                            stream);
     } catch (...) {
       release_all();
       throw;
     }
-    context("copy of an array", smartarray::source_location::current(), device)
-        .note_transfer(TransferKind::d2d, device_end);
+    copying.note_transfer(TransferKind::d2d, device_end);
     // The copy reads `other` on `stream`: a later write of `other` must wait for it. SmartArray
     // keeps its core mutable, so this core is never a const object.
     const_cast<DeviceCopy&>(source).order.add_user(stream);

@@ -3,6 +3,7 @@
 // core/detail/array_core.hpp.
 #include <smartarray/core/detail/array_core.hpp>
 #include <smartarray/core/detail/array_capture.hpp>
+#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 #include "core/eviction.hpp"
@@ -53,17 +54,18 @@ void ArrayCore::ensure_device_capacity(int device, StreamRef stream, std::size_t
   // Only the valid device prefix moves (nothing for a discard); the copy reads the old buffer
   // after its last writer, and the old buffer is freed on `stream` once every user of it is
   // joined there. An external buffer is left to its owner, untouched.
+  const StorageContext growth =
+      context("device buffer growth", AcquireScope::current_call_site(), device);
   try {
     copy.order.join_users(stream);
+    NvtxRange nvtx;
+    if (keep > 0) nvtx.push_transfer(growth.transfer(TransferKind::d2d, keep));
     runtime().copy_async(fresh, copy.data, keep, CopyKind::device_to_device, stream);
   } catch (...) {
     resource.deallocate(stream, fresh, new_capacity);
     throw;
   }
-  if (keep > 0) {
-    context("device buffer growth", AcquireScope::current_call_site(), device)
-        .note_transfer(TransferKind::d2d, keep);
-  }
+  if (keep > 0) growth.note_transfer(TransferKind::d2d, keep);
   // A pooled buffer was registered already; an external one never was.
   const bool was_external = copy.external;
   if (was_external) {

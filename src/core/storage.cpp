@@ -1,6 +1,7 @@
 // The storage strategies of the memory modes. See storage.hpp.
 #include "core/storage.hpp"
 
+#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include "runtime/host_memory.hpp"
@@ -138,6 +139,11 @@ class TwoBufferStorage : public StorageStrategy {
                  StreamRef stream) const final {
     // The copies write the device buffer: they follow every earlier use of it on other streams.
     context.order().join_users(stream);
+    // One NVTX range per copy, nested: a plan's copies may go out in one batched call.
+    NvtxRange nvtx;
+    for (const PlannedCopy& copy : copies) {
+      nvtx.push_transfer(context.transfer(TransferKind::h2d, copy.range.size()));
+    }
     upload(context, copies, stream);
     for (const PlannedCopy& copy : copies) {
       context.note_transfer(TransferKind::h2d, copy.range.size());
@@ -150,6 +156,7 @@ class TwoBufferStorage : public StorageStrategy {
     context.unguard_host(dst);
     context.order().wait_writer(stream);
     context.order().add_user(stream);
+    const NvtxRange nvtx(context.transfer(TransferKind::d2h, range.size()));
     download(context, dst, range, stream);
     context.note_transfer(TransferKind::d2h, range.size());
     context.note_wait();
@@ -364,6 +371,7 @@ class ManagedStorage final : public OneBufferStorage {
     // this array's device work.
     if (!runtime().properties().concurrent_managed_access) return;
     // The host touched the data last: move it before the kernel faults it in page by page.
+    const NvtxRange nvtx(context.transfer(TransferKind::prefetch_to_device, context.size()));
     runtime().prefetch_async(context.buffers().host, context.size(), Location::device, stream);
     context.note_transfer(TransferKind::prefetch_to_device, context.size());
     context.buffers().host_write_faults_pending = false;
@@ -376,6 +384,7 @@ class ManagedStorage final : public OneBufferStorage {
   void bring_to_host(const StorageContext& context, StreamRef stream) const override {
     if (!runtime().properties().concurrent_managed_access) return;
     // The device wrote last: bring the pages back in one migration instead of host page faults.
+    const NvtxRange nvtx(context.transfer(TransferKind::prefetch_to_host, context.size()));
     runtime().prefetch_async(context.buffers().host, context.size(), Location::host, stream);
     context.note_transfer(TransferKind::prefetch_to_host, context.size());
     context.buffers().host_write_faults_pending = true;
@@ -384,10 +393,13 @@ class ManagedStorage final : public OneBufferStorage {
 
 }  // namespace
 
+TransferEvent StorageContext::transfer(TransferKind kind, std::size_t bytes) const noexcept {
+  return {kind, bytes, reason, core.id(), core.trace_label(), where,
+          static_cast<std::int16_t>(device)};
+}
+
 void StorageContext::note_transfer(TransferKind kind, std::size_t bytes) const {
-  emit_transfer({kind, bytes, reason, core.id(), core.trace_label(), where,
-                 static_cast<std::int16_t>(device)},
-                &core.counters_);
+  emit_transfer(transfer(kind, bytes), &core.counters_);
 }
 
 const StorageStrategy& storage_strategy(MemoryMode mode) noexcept {

@@ -43,6 +43,8 @@ struct StorageContext {
   /// One logical transfer of `bytes` (detail::emit_transfer): counted on the array and globally,
   /// and traced with the call's reason.
   void note_transfer(TransferKind kind, std::size_t bytes) const;
+  /// The event that note_transfer() reports, for the NVTX range opened before its copy.
+  [[nodiscard]] TransferEvent transfer(TransferKind kind, std::size_t bytes) const noexcept;
   /// The host waited for device work.
   void note_wait() const noexcept { core.counters_.add_wait(); }
   /// Makes the whole host buffer accessible before `dst` is written, when it is the host buffer.

@@ -175,9 +175,8 @@ std::FILE* trace_sink() noexcept {
 bool trace_enabled() noexcept { return trace_sink() != nullptr; }
 
 namespace detail {
-namespace {
 
-const char* direction_of(TransferKind kind) noexcept {
+const char* transfer_direction(TransferKind kind) noexcept {
   switch (kind) {
     case TransferKind::h2d: return "H2D";
     case TransferKind::d2h: return "D2H";
@@ -191,6 +190,8 @@ const char* direction_of(TransferKind kind) noexcept {
   }
   return "?";
 }
+
+namespace {
 
 void add(TransferCounters& counters, const TransferEvent& event) noexcept {
   switch (event.kind) {
@@ -222,7 +223,7 @@ void trace(std::FILE* sink, const TransferEvent& event) noexcept {
     char peer[32] = "all ranks";
     if (event.peer >= 0) std::snprintf(peer, sizeof(peer), "rank %d", static_cast<int>(event.peer));
     std::fprintf(sink, "smartarray: %s %llu B %s %s (%s) array #%llu%s%s%s at %s:%u\n",
-                 direction_of(event.kind), static_cast<unsigned long long>(event.bytes),
+                 transfer_direction(event.kind), static_cast<unsigned long long>(event.bytes),
                  event.kind == TransferKind::sent ? "to" : "from", peer, event.reason,
                  static_cast<unsigned long long>(event.array_id),
                  event.label != nullptr ? " \"" : "", event.label != nullptr ? event.label : "",
@@ -232,7 +233,7 @@ void trace(std::FILE* sink, const TransferEvent& event) noexcept {
     return;
   }
   std::fprintf(sink, "smartarray: %s%s %llu B array #%llu%s%s%s (%s) at %s:%u\n",
-               direction_of(event.kind), devices_of(event).c_str(),
+               transfer_direction(event.kind), devices_of(event).c_str(),
                static_cast<unsigned long long>(event.bytes),
                static_cast<unsigned long long>(event.array_id), event.label != nullptr ? " \"" : "",
                event.label != nullptr ? event.label : "", event.label != nullptr ? "\"" : "",

@@ -54,6 +54,7 @@ std::atomic<bool> peer_access_enabled{true};
 /// The settings that no backend reads: checked when the first operation starts the runtime.
 void check_environment() {
   (void)trace_setting(std::getenv("SMARTARRAY_TRACE"));
+  (void)environment_switch("SMARTARRAY_NVTX", true);  // the NVTX ranges take a bad value as 0
   if (std::getenv("SMARTARRAY_STALE_HOST_GUARD") != nullptr) {
     set_stale_host_guard(environment_switch("SMARTARRAY_STALE_HOST_GUARD", false));
   }

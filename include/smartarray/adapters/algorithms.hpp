@@ -11,6 +11,7 @@
 #pragma once
 
 #include <smartarray/config.hpp>
+#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/views/device_view.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/adapters/for_each_index.hpp>
@@ -64,6 +65,7 @@ template <typename Dst, typename Src>
 void copy_elements(Dst& dst, const Src& src, StreamRef stream,
                    const smartarray::source_location& where) {
   using T = typename Dst::value_type;
+  const NvtxRange nvtx("copy", where);
   SMARTARRAY_EXPECTS(dst.size() == src.size(), logic_error, "copy of ", src.size(),
                      " elements into ", is_slice_v<Dst> ? "a slice of " : "an array of ",
                      dst.size(), " elements: the sizes must be equal");
@@ -216,6 +218,7 @@ void fill(Slice<T> s, std::type_identity_t<std::remove_const_t<T>> value, Stream
                 "fill: a Slice<const T> cannot be written: fill a Slice<T> (a.slice(...) of a "
                 "non-const array)");
   if constexpr (!std::is_const_v<T>) {
+    const detail::NvtxRange nvtx("fill", where);
     if (s.empty()) {
       detail::runtime().check_stream(stream);
       return;
@@ -228,8 +231,8 @@ void fill(Slice<T> s, std::type_identity_t<std::remove_const_t<T>> value, Stream
       return;
     }
     detail::require_kernel_compiler("fill", s.size());
-    for_each_index(s.size(),
-                   detail::FillOp<T>{s.device_view(Access::discard, stream, where), value}, stream);
+    detail::for_each_index_on(
+        s.size(), detail::FillOp<T>{s.device_view(Access::discard, stream, where), value}, stream);
   }
 }
 }  // namespace SMARTARRAY_KERNEL_ABI

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <smartarray/config.hpp>
+#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/runtime/runtime.hpp>
 #include <smartarray/runtime/stream.hpp>
@@ -25,6 +26,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
 
 #if defined(__CUDACC__)
 #define SMARTARRAY_KERNEL_ABI compiled_by_nvcc
@@ -63,18 +65,10 @@ inline unsigned grid_size_for(std::size_t n, unsigned block) {
   return static_cast<unsigned>(std::max<std::size_t>(1, std::min(wanted, full)));
 }
 #endif
-}  // namespace SMARTARRAY_KERNEL_ABI
-}  // namespace detail
 
-inline namespace SMARTARRAY_KERNEL_ABI {
-
-/**
- * @brief Runs `f(i)` for i in [0, n) on the device of the active backend, queued on `stream`.
- * @throws logic_error on the cuda backend when the caller was not compiled by nvcc.
- * @throws cuda_error when the launch fails.
- */
+/// for_each_index() without its NVTX range: the kernels of the other adapters, inside theirs.
 template <typename F>
-void for_each_index(std::size_t n, F f, StreamRef stream = {}) {
+void for_each_index_on(std::size_t n, F f, StreamRef stream) {
   if (n == 0) {
     detail::runtime().check_stream(stream);
     return;
@@ -93,8 +87,28 @@ void for_each_index(std::size_t n, F f, StreamRef stream = {}) {
   SMARTARRAY_CUDA_TRY(cudaGetLastError(), "launch for_each_index over ", n, " elements on stream ",
                       stream.handle());
 #else
-  detail::require_kernel_compiler("for_each_index", n);
+  require_kernel_compiler("for_each_index", n);
 #endif
+}
+}  // namespace SMARTARRAY_KERNEL_ABI
+}  // namespace detail
+
+inline namespace SMARTARRAY_KERNEL_ABI {
+
+/**
+ * @brief Runs `f(i)` for i in [0, n) on the device of the active backend, queued on `stream`.
+ * @param n the number of indices.
+ * @param f the `__host__ __device__` callable, taking a `std::size_t`.
+ * @param stream the stream to run on.
+ * @param where the caller's source location, for the NVTX range of the call.
+ * @throws logic_error on the cuda backend when the caller was not compiled by nvcc.
+ * @throws cuda_error when the launch fails.
+ */
+template <typename F>
+void for_each_index(std::size_t n, F f, StreamRef stream = {},
+                    smartarray::source_location where = smartarray::source_location::current()) {
+  const detail::NvtxRange nvtx("for_each_index", where);
+  detail::for_each_index_on(n, std::move(f), stream);
 }
 
 }  // namespace SMARTARRAY_KERNEL_ABI

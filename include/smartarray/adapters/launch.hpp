@@ -42,6 +42,7 @@
 #pragma once
 
 #include <smartarray/config.hpp>
+#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/views/device_view.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/adapters/out.hpp>
@@ -506,6 +507,7 @@ template <typename... Params, typename... Args>
 [[nodiscard]] std::tuple<Params...> bind_kernel_args(void (*kernel)(Params...), StreamAt stream,
                                                      Args&&... args) {
   (void)kernel;
+  const detail::NvtxRange nvtx("bind_kernel_args", stream.where());
   return detail::bind_kernel_args(detail::TypeList<Params...>{},
                                   std::index_sequence_for<Params...>{}, stream.stream(),
                                   stream.where(), std::forward<Args>(args)...);
@@ -529,6 +531,7 @@ template <typename... Params, typename... Args>
   requires(sizeof...(Params) == sizeof...(Args))
 void launch(void (*kernel)(Params...), GridDim grid, dim3 block, std::size_t shared_bytes,
             StreamRef stream, Args&&... args) {
+  const detail::NvtxRange nvtx("launch", grid.where());
   detail::require_cuda_backend(grid.dim(), block, stream);
   auto parameters =
       detail::bind_kernel_args(detail::TypeList<Params...>{}, std::index_sequence_for<Params...>{},
@@ -553,6 +556,7 @@ template <typename... Params, typename... Args>
   requires(sizeof...(Params) == sizeof...(Args))
 void launch(void (*kernel)(Params...), GridDim grid, dim3 block, StreamRef stream,
             Args&&... args) {
+  const detail::NvtxRange nvtx("launch", grid.where());
   detail::require_cuda_backend(grid.dim(), block, stream);
   auto parameters =
       detail::bind_kernel_args(detail::TypeList<Params...>{}, std::index_sequence_for<Params...>{},

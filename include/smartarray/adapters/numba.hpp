@@ -11,6 +11,7 @@
 #pragma once
 
 #include <smartarray/error.hpp>
+#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/core/detail/array_factory.hpp>
@@ -36,6 +37,7 @@ template <std::ranges::contiguous_range R>
     const R& range, StreamRef stream = {}, const ArrayOptions& options = {},
     smartarray::source_location where = smartarray::source_location::current()) {
   using T = std::remove_cv_t<std::ranges::range_value_t<R>>;
+  const detail::NvtxRange nvtx("to_device", where);
   SmartArray<T> array(std::span<const T>(std::ranges::data(range), std::ranges::size(range)),
                       options);
   (void)array.device_view(Access::read, stream, where);
@@ -74,6 +76,7 @@ template <typename T>
 [[nodiscard]] std::vector<T> copy_to_host(
     const SmartArray<T>& array, StreamRef stream = {},
     smartarray::source_location where = smartarray::source_location::current()) {
+  const detail::NvtxRange nvtx("copy_to_host", where);
   std::vector<T> out(array.size());
   array.copy_to(std::span<T>(out), stream, true, where);
   return out;
@@ -87,6 +90,7 @@ template <typename T>
 template <typename T>
 void copy_to_host(const SmartArray<T>& array, std::span<T> dest, StreamRef stream = {},
                   smartarray::source_location where = smartarray::source_location::current()) {
+  const detail::NvtxRange nvtx("copy_to_host", where);
   array.copy_to(dest, stream, true, where);
 }
 
@@ -102,6 +106,7 @@ template <typename T>
 void copy_to_host_async(
     const SmartArray<T>& array, std::span<T> dest, StreamRef stream,
     smartarray::source_location where = smartarray::source_location::current()) {
+  const detail::NvtxRange nvtx("copy_to_host_async", where);
   array.copy_to(dest, stream, false, where);
 }
 

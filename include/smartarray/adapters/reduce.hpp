@@ -16,6 +16,7 @@
 #pragma once
 
 #include <smartarray/config.hpp>
+#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/views/device_view.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/adapters/for_each_index.hpp>
@@ -173,6 +174,7 @@ template <typename T, typename Op>
 [[nodiscard]] SmartArray<T> reduce_async(
     const SmartArray<T>& a, std::type_identity_t<T> init, Op op, StreamRef stream = {},
     smartarray::source_location where = smartarray::source_location::current()) {
+  const detail::NvtxRange nvtx("reduce_async", where);
   return detail::reduce_async_of<T>(a, init, std::move(op), stream, where);
 }
 
@@ -197,6 +199,7 @@ template <typename T, typename Op>
 [[nodiscard]] SmartArray<std::remove_const_t<T>> reduce_async(
     Slice<T> s, std::type_identity_t<std::remove_const_t<T>> init, Op op, StreamRef stream = {},
     smartarray::source_location where = smartarray::source_location::current()) {
+  const detail::NvtxRange nvtx("reduce_async", where);
   return detail::reduce_async_of<std::remove_const_t<T>>(s, init, std::move(op), stream, where);
 }
 
@@ -222,7 +225,8 @@ template <typename T, typename Op>
 [[nodiscard]] T reduce(const SmartArray<T>& a, std::type_identity_t<T> init, Op op,
                        StreamRef stream = {},
                        smartarray::source_location where = smartarray::source_location::current()) {
-  const SmartArray<T> result = reduce_async(a, init, std::move(op), stream, where);
+  const detail::NvtxRange nvtx("reduce", where);
+  const SmartArray<T> result = detail::reduce_async_of<T>(a, init, std::move(op), stream, where);
   return result.host_view(stream, where)[0];
 }
 
@@ -247,8 +251,9 @@ template <typename T, typename Op>
 [[nodiscard]] std::remove_const_t<T> reduce(
     Slice<T> s, std::type_identity_t<std::remove_const_t<T>> init, Op op, StreamRef stream = {},
     smartarray::source_location where = smartarray::source_location::current()) {
+  const detail::NvtxRange nvtx("reduce", where);
   const SmartArray<std::remove_const_t<T>> result =
-      reduce_async(s, init, std::move(op), stream, where);
+      detail::reduce_async_of<std::remove_const_t<T>>(s, init, std::move(op), stream, where);
   return result.host_view(stream, where)[0];
 }
 

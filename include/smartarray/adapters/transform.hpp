@@ -38,6 +38,7 @@
 #pragma once
 
 #include <smartarray/config.hpp>
+#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/views/device_view.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/adapters/for_each_index.hpp>
@@ -255,7 +256,7 @@ void transform_in_chunks(const Slice<R>& output, bool in_place, StreamRef stream
   call.run_into(
       output, in_place ? Access::read_write : Access::discard,
       [&f](std::size_t, std::size_t count, StreamRef on, DeviceView<R> out, auto... chunks) {
-        for_each_index(count, TransformOp<F, R, decltype(chunks)...>{f, out, {chunks...}}, on);
+        for_each_index_on(count, TransformOp<F, R, decltype(chunks)...>{f, out, {chunks...}}, on);
       },
       operands...);
 }
@@ -291,7 +292,7 @@ void transform_on(const smartarray::source_location& where, StreamRef stream, Ou
     TransformOp<F, R, decltype(device_operand(ins, stream, where))...> op{
         f, {}, {device_operand(ins, stream, where)...}};
     op.out = acquire_output(output, in_place, stream, where);
-    for_each_index(n, op, stream);
+    for_each_index_on(n, op, stream);
   }
 }
 
@@ -311,6 +312,7 @@ inline constexpr std::size_t max_elementwise_arguments = 8;
 /// map(f, args...) called at `where`.
 template <typename F, typename... Args>
 [[nodiscard]] auto map_at(const smartarray::source_location& where, F f, Args&&... args) {
+  const NvtxRange nvtx("map", where);
   return with_trailing_stream(
       [&](StreamRef stream, const auto&... ins) {
         static_assert((is_elementwise_v<decltype(ins)> || ...),
@@ -368,6 +370,7 @@ class transform {
  public:
   transform(Output&& output, F f, Args&&... args,  // NOLINT(google-explicit-constructor)
             smartarray::source_location where = smartarray::source_location::current()) {
+    const detail::NvtxRange nvtx("transform", where);
     detail::transform_at(where, output, f, std::forward<Args>(args)...);
   }
 };

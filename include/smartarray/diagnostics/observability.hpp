@@ -195,6 +195,8 @@ enum class TransferKind : std::uint8_t {
   sent,      ///< a message to another process (`peer` names its rank)
   received,  ///< a message from another process (`peer` names its rank)
 };
+/// "H2D", "D2H", "P2P", "SEND", ...: the direction of `kind` as traces and NVTX ranges name it.
+[[nodiscard]] const char* transfer_direction(TransferKind kind) noexcept;
 
 /// One logical transfer of an array's data (a staged copy is one transfer, however many chunks it
 /// takes): its kind and bytes, why it was made, the array (number and label, nullptr for none),
