@@ -107,16 +107,6 @@ class EvictionRegistry {
 
 namespace {
 
-/// The evictable resource that serves allocations from `resource`, or nullptr: the resource itself,
-/// or the one under a StatisticsAdaptor.
-EvictableResource* serving_resource(MemoryResource& resource) noexcept {
-  if (auto* counted = dynamic_cast<StatisticsAdaptor*>(&resource)) {
-    if (PoolResource* pool = counted->pool()) return pool;
-    return dynamic_cast<EvictableResource*>(&counted->upstream());
-  }
-  return dynamic_cast<EvictableResource*>(&resource);
-}
-
 /// Every registry ever made, keyed by its resource's id (never by address). Registries are never
 /// freed, so a hook never outlives its registry, and `release_device_memory` may visit them all.
 struct Registries {
@@ -151,7 +141,7 @@ EvictionRegistry* eviction_registry_for(MemoryResource& resource) {
   static MemoryResource* const default_resource = &default_device_resource();
   static EvictionRegistry* const default_registry = &registry_of(default_device_pool());
   if (&resource == default_resource) return default_registry;
-  EvictableResource* const serving = serving_resource(resource);
+  EvictableResource* const serving = resource.evictable();
   if (serving == nullptr) return nullptr;
   // The resource this thread looked up last, by id (an address may be reused): arrays of one
   // resource come in runs, and the lookup would otherwise take the registries' lock each time.

@@ -9,6 +9,10 @@ namespace smartarray {
 StatisticsAdaptor::StatisticsAdaptor(MemoryResource& upstream)
     : upstream_(upstream), pool_(dynamic_cast<PoolResource*>(&upstream)) {}
 
+EvictableResource* StatisticsAdaptor::evictable() noexcept {
+  return pool_ != nullptr ? pool_ : upstream_.evictable();
+}
+
 void* StatisticsAdaptor::do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment,
                                      bool host) {
   if (pool_ != nullptr) return pool_->allocate_counted(stream, bytes, alignment, host, &counts_);

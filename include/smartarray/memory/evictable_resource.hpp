@@ -51,6 +51,9 @@ class EvictableResource : public MemoryResource {
    */
   void remove_eviction_hook(EvictionHookId id);
 
+  /// @brief This resource: its own out-of-memory path calls its hooks.
+  [[nodiscard]] EvictableResource* evictable() noexcept final { return this; }
+
   /// @brief A number that names this resource for the life of the process (never given to another
   ///        resource, even one built at the same address), for keying data kept per resource.
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }

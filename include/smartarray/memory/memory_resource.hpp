@@ -17,6 +17,8 @@
 
 namespace smartarray {
 
+class EvictableResource;
+
 /// @brief Where the memory of a resource can be touched.
 enum class MemoryKind {
   device,  ///< device memory (cudaMalloc)
@@ -72,6 +74,10 @@ class MemoryResource {
   [[nodiscard]] virtual bool is_equal(const MemoryResource& other) const noexcept {
     return this == &other;
   }
+  /// @brief The resource whose out-of-memory path serves this one's allocations and calls
+  ///        eviction hooks: itself for an `EvictableResource`, the one under a
+  ///        `StatisticsAdaptor`; nullptr when there is none (nothing is evicted for it).
+  [[nodiscard]] virtual EvictableResource* evictable() noexcept { return nullptr; }
 
  private:
   /// Hands `block` to the capture; false (release it now) when there is no memory to note it in.

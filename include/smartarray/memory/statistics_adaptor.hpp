@@ -57,6 +57,8 @@ class StatisticsAdaptor final : public MemoryResource {
   [[nodiscard]] MemoryResource& upstream() const noexcept { return upstream_; }
   /// @brief The upstream as a pool, or nullptr when it is not one.
   [[nodiscard]] PoolResource* pool() const noexcept { return pool_; }
+  /// @brief The upstream's evictable resource (the pool, when the upstream is one).
+  [[nodiscard]] EvictableResource* evictable() noexcept override;
 
   /// @brief The counts now (and the pool's figures, when the upstream is a pool).
   [[nodiscard]] MemoryStats stats() const;
