@@ -204,9 +204,13 @@ if has tests; then
     "$(grep -oE '\[  PASSED  \] [0-9]+' "${multi}" | grep -oE '[0-9]+$' || echo 0) passed," \
     "$(grep -oE '\[  SKIPPED \] [0-9]+' "${multi}" | grep -oE '[0-9]+$' || echo 0) skipped" |
     tee -a "${out}/summary.txt"
-  ctest --test-dir "${build}" --output-on-failure -j 4 -R "example|_latency|compile_fail|_2" \
-    -LE distributed > "${out}/ctest.log" 2>&1 || status=1
-  grep -E "tests passed|tests failed" "${out}/ctest.log" | sed 's/^/ctest (examples, latency, compile-fail, two emulated devices): /' |
+  # The NVTX tests through CTest too: their runs load the tests' NVTX injection library
+  # (NVTX_INJECTION64_PATH), which the plain runs above do not.
+  ctest --test-dir "${build}" --output-on-failure -j 4 \
+    -R "example|_latency|compile_fail|_2|test_nvtx" -LE distributed > "${out}/ctest.log" 2>&1 ||
+    status=1
+  grep -E "tests passed|tests failed" "${out}/ctest.log" |
+    sed 's/^/ctest (examples, latency, compile-fail, two emulated devices, NVTX injection): /' |
     tee -a "${out}/summary.txt"
   # The distributed layer's tests and example under mpirun (each test holds as many of the 16 slots
   # as it has ranks; the cuda ones share the GPUs): host and cuda backends, 1, 2 and 4 ranks, NCCL's

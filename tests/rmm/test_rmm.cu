@@ -19,8 +19,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include <csignal>
 #include <cstddef>
 #include <vector>
+
+#include <execinfo.h>
+#include <unistd.h>
 
 namespace sa = smartarray;
 using sa::SmartArray;
@@ -51,6 +55,21 @@ std::vector<float> device_values(const float* data, std::size_t count, cudaStrea
 }
 
 bool device_valid(const SmartArray<float>& a) { return a.is_valid(sa::Side::device); }
+
+/// A crash prints the stack (librmm's frames by name) before the default action: the GPU machines
+/// have no debugger. This binary is never run under a sanitizer, whose own handler it would take.
+void print_stack_and_reraise(int signal) {
+  void* frames[64];
+  const int count = backtrace(frames, 64);
+  backtrace_symbols_fd(frames, count, STDERR_FILENO);
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+[[maybe_unused]] const bool stack_on_crash = [] {
+  std::signal(SIGSEGV, print_stack_and_reraise);
+  std::signal(SIGBUS, print_stack_and_reraise);
+  return true;
+}();
 
 class Rmm : public ::testing::Test {
  protected:
