@@ -527,7 +527,8 @@ def targets_section(targets, results, where):
 SECTIONS = {"bench_modes": modes_section, "bench_adapters": adapters_section,
             "bench_pool": pool_section, "bench_vector": vector_section,
             "bench_partial": partial_section, "bench_multi_gpu": generic_section,
-            "bench_graphs": generic_section}
+            "bench_graphs": generic_section, "bench_nvtx": generic_section,
+            "bench_interop": generic_section, "bench_rmm": generic_section}
 
 
 def main():
