@@ -46,6 +46,18 @@ struct Budget {
   std::size_t limit;
   std::size_t in_use = 0;
   std::size_t live = 0;
+  /// Streams that CUDA did not know (on the cuda backend): a CCCL resource gets real streams.
+  std::size_t unknown_streams = 0;
+
+  /// Counts `stream` unless CUDA knows it (on the host backend the handles are the library's).
+  void check(cuda::stream_ref stream) {
+    if (sa::backend() != sa::BackendKind::cuda) return;
+    const cudaError_t status = cudaStreamQuery(stream.get());
+    if (status != cudaSuccess && status != cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      ++unknown_streams;
+    }
+  }
 
   void* take(sa::StreamRef stream, std::size_t bytes, std::size_t alignment, bool host) {
     if (in_use + bytes > limit) throw std::bad_alloc();
@@ -83,6 +95,7 @@ struct StreamLastResource {
     budget->give({}, ptr, bytes, alignment, true);
   }
   void* allocate_async(std::size_t bytes, std::size_t alignment, cuda::stream_ref stream) {
+    budget->check(stream);
     return budget->take(from_cccl(stream), bytes, alignment, false);
   }
   void deallocate_async(void* ptr, std::size_t bytes, std::size_t alignment,
@@ -104,6 +117,7 @@ struct StreamFirstResource {
     budget->give({}, ptr, bytes, alignment, true);
   }
   void* allocate(cuda::stream_ref stream, std::size_t bytes, std::size_t alignment) {
+    budget->check(stream);
     return budget->take(from_cccl(stream), bytes, alignment, false);
   }
   void deallocate(cuda::stream_ref stream, void* ptr, std::size_t bytes,
@@ -177,6 +191,8 @@ TYPED_TEST(CcclDeviceStorage, ArraysTakeTheirDeviceCopiesFromTheResource) {
   EXPECT_EQ(host_copy(a), scaled(values));
   EXPECT_EQ(a.transfer_stats().h2d_count, 1U);
   EXPECT_EQ(a.transfer_stats().d2h_count, 1U);
+  // The default stream, as the library names it with several devices, reaches CUDA as CUDA's own.
+  EXPECT_EQ(budget.unknown_streams, 0U);
 }
 
 TYPED_TEST(CcclDeviceStorage, RunningOutEvictsCleanCopiesFirstThenTheOldestDirtyOne) {

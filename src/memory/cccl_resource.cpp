@@ -4,18 +4,35 @@
 #include <smartarray/runtime/detail/capture.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 
+#include <cuda_runtime_api.h>
+
 #include <new>
 #include <string>
 
 namespace smartarray {
+namespace {
+
+/// `stream` as the CUDA runtime names it. The library names the default stream of a device by a
+/// handle of its own when there are several devices (what arrays and pools remember); CUDA knows
+/// it as `cudaStreamLegacy` while that device is current, as it is during the request. On the host
+/// backend handles pass unchanged: only the library's own test resources see them.
+StreamRef as_cuda(StreamRef stream) {
+  if (stream.default_of_device() < 0 || detail::runtime().kind() != BackendKind::cuda) {
+    return stream;
+  }
+  return StreamRef{static_cast<void*>(cudaStreamLegacy)};
+}
+
+}  // namespace
 
 void* CcclDeviceResource::do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment,
                                       bool host) {
   if (bytes == 0) return nullptr;
+  const StreamRef upstream_stream = as_cuda(stream);
   for (;;) {
     std::string failure;
     try {
-      return allocate_(upstream_, stream, bytes, alignment, host);
+      return allocate_(upstream_, upstream_stream, bytes, alignment, host);
     } catch (const std::bad_alloc& error) {
       failure = error.what();
     }
@@ -42,7 +59,7 @@ void* CcclDeviceResource::do_allocate(StreamRef stream, std::size_t bytes, std::
 void CcclDeviceResource::do_deallocate(StreamRef stream, void* ptr, std::size_t bytes,
                                        std::size_t alignment, bool host) noexcept {
   if (ptr == nullptr) return;
-  deallocate_(upstream_, stream, ptr, bytes, alignment, host);
+  deallocate_(upstream_, as_cuda(stream), ptr, bytes, alignment, host);
 }
 
 }  // namespace smartarray
