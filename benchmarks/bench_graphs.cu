@@ -37,14 +37,9 @@ using u32 = std::uint32_t;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double micros_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-double median(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  return samples.empty() ? 0 : samples[samples.size() / 2];
-}
+using sa::bench::Clock;
+using sa::bench::median;
+using sa::bench::micros_since;
 
 std::vector<u32> random_u32(std::size_t n, u32 salt) {
   std::vector<u32> values(n);

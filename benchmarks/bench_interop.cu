@@ -21,7 +21,6 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <vector>
@@ -30,14 +29,9 @@ namespace sa = smartarray;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double micros_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-double median(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
-}
+using sa::bench::Clock;
+using sa::bench::median;
+using sa::bench::micros_since;
 
 constexpr std::size_t array_bytes = std::size_t{4} << 20;
 constexpr std::size_t array_floats = array_bytes / sizeof(float);

@@ -27,7 +27,6 @@
 
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <vector>
@@ -36,13 +35,11 @@ namespace sa = smartarray;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using sa::bench::Clock;
+using sa::bench::median;
+
 double nanos_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
-}
-double median(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  return sa::bench::micros_since(start) * 1e3;
 }
 
 constexpr int pairs_per_sample = 100;

@@ -30,6 +30,18 @@ inline bool need_cuda(benchmark::State& state) {
   return false;
 }
 
+/// The host clock of the samples that benchmarks time themselves.
+using Clock = std::chrono::steady_clock;
+/// Microseconds since `start`.
+inline double micros_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+/// The median of `samples` (the upper one of an even count); 0 for none.
+inline double median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples.empty() ? 0 : samples[samples.size() / 2];
+}
+
 /// `n` floats in [0.5, 2), reproducible for a given seed.
 inline std::vector<float> random_floats(std::size_t n, unsigned seed = 42) {
   std::mt19937 rng(seed);
