@@ -6,6 +6,7 @@
 #include "support/test_support.hpp"
 
 #include "support/device_ops.cuh"
+#include "support/eviction_trio.cuh"
 
 #include <smartarray/memory/cccl_resource.hpp>
 #include <smartarray/smartarray.hpp>
@@ -199,28 +200,11 @@ TYPED_TEST(CcclDeviceStorage, RunningOutEvictsCleanCopiesFirstThenTheOldestDirty
   Budget budget{3 * block_bytes};
   sa::CcclDeviceResource resource{TypeParam{&budget}};
   const sa::ArrayOptions options{.device_resource = &resource};
-  const auto d_values = random_values<float>(n);
-  const auto e_values = random_values<float>(n);
-  const auto c_values = random_values<float>(n);
-  SmartArray<float> d(d_values, options);
-  SmartArray<float> e(e_values, options);
-  SmartArray<float> c(c_values, options);
-  scale_on_device(d);     // dirty, used first
-  scale_on_device(e);     // dirty
-  (void)c.device_view();  // clean, used last: the resource is full
+  sa::test::EvictionTrio trio(n, options);  // the resource is full
   SmartArray<float> f(random_values<float>(2 * n), options);
   (void)f.device_view();  // needs two blocks: c (clean) goes first, then d, the older dirty one
-  EXPECT_FALSE(device_valid(c));
-  EXPECT_FALSE(device_valid(d));
-  EXPECT_TRUE(device_valid(e));
-  EXPECT_EQ(c.transfer_stats().d2h_count, 0U);
-  EXPECT_EQ(d.transfer_stats().d2h_count, 1U);
-  EXPECT_EQ(d.transfer_stats().d2h_bytes, block_bytes);
-  EXPECT_EQ(e.transfer_stats().d2h_count, 0U);
   EXPECT_EQ(budget.in_use, 3 * block_bytes);
-  EXPECT_EQ(host_copy(c), c_values);
-  EXPECT_EQ(host_copy(d), scaled(d_values));
-  EXPECT_EQ(host_copy(e), scaled(e_values));
+  trio.expect_clean_then_oldest_dirty_evicted();
 }
 
 TYPED_TEST(CcclDeviceStorage, NothingLeftToEvictThrowsOutOfMemoryAndKeepsTheArray) {

@@ -4,6 +4,7 @@
 #include "support/test_support.hpp"
 
 #include "support/device_ops.cuh"
+#include "support/eviction_trio.cuh"
 
 #include <smartarray/adapters/rmm.hpp>
 #include <smartarray/memory/cccl_resource.hpp>
@@ -53,8 +54,6 @@ std::vector<float> device_values(const float* data, std::size_t count, cudaStrea
   check(cudaStreamSynchronize(stream));
   return values;
 }
-
-bool device_valid(const SmartArray<float>& a) { return a.is_valid(sa::Side::device); }
 
 /// A crash prints the stack (librmm's frames by name) before the default action: the GPU machines
 /// have no debugger. This binary is never run under a sanitizer, whose own handler it would take.
@@ -123,26 +122,11 @@ TEST_F(Rmm, AnRmmResourceThatRunsOutEvictsTheCopiesItHolds) {
   rmm::mr::limiting_resource_adaptor limited(rmm::mr::cuda_memory_resource{}, 3 * block_bytes);
   sa::CcclDeviceResource from_rmm{limited};
   const sa::ArrayOptions options{.device_resource = &from_rmm};
-  const auto d_values = random_values<float>(n);
-  const auto c_values = random_values<float>(n);
-  SmartArray<float> d(d_values, options);
-  SmartArray<float> e(random_values<float>(n), options);
-  SmartArray<float> c(c_values, options);
-  scale_on_device(d);
-  scale_on_device(e);
-  (void)c.device_view();  // full: d and e dirty, c clean
+  sa::test::EvictionTrio trio(n, options);  // full: d and e dirty, c clean
   SmartArray<float> f(random_values<float>(2 * n), options);
   (void)f.device_view();  // c goes first, then d, the older dirty copy
-  EXPECT_FALSE(device_valid(c));
-  EXPECT_FALSE(device_valid(d));
-  EXPECT_TRUE(device_valid(e));
-  EXPECT_EQ(c.transfer_stats().d2h_count, 0U);
-  EXPECT_EQ(d.transfer_stats().d2h_count, 1U);
-  EXPECT_EQ(d.transfer_stats().d2h_bytes, block_bytes);
-  EXPECT_EQ(e.transfer_stats().d2h_count, 0U);
   EXPECT_EQ(limited.get_allocated_bytes(), 3 * block_bytes);
-  EXPECT_EQ(host_copy(c), c_values);
-  EXPECT_EQ(host_copy(d), scaled(d_values));
+  trio.expect_clean_then_oldest_dirty_evicted();
 }
 
 TEST_F(Rmm, RmmsFailureCallbackEvictsSmartArraysThenRetries) {
@@ -150,31 +134,14 @@ TEST_F(Rmm, RmmsFailureCallbackEvictsSmartArraysThenRetries) {
   // fails, and the callback frees SmartArrays' copies: the clean one, then the oldest dirty one.
   rmm::mr::limiting_resource_adaptor limited(rmm::mr::cuda_memory_resource{}, 4 * block_bytes);
   sa::CcclDeviceResource from_rmm{limited};
-  const sa::ArrayOptions options{.device_resource = &from_rmm};
-  const auto d_values = random_values<float>(n);
-  const auto e_values = random_values<float>(n);
-  const auto c_values = random_values<float>(n);
-  SmartArray<float> d(d_values, options);
-  SmartArray<float> e(e_values, options);
-  SmartArray<float> c(c_values, options);
-  scale_on_device(d);
-  scale_on_device(e);
-  (void)c.device_view();
+  sa::test::EvictionTrio trio(n, sa::ArrayOptions{.device_resource = &from_rmm});
   auto evicting = sa::rmm::with_eviction(limited);
   sa::Stream stream;
   rmm::device_buffer buffer(3 * block_bytes,
                             cuda::stream_ref{static_cast<cudaStream_t>(stream.ref().handle())},
                             evicting);
   EXPECT_EQ(buffer.size(), 3 * block_bytes);
-  EXPECT_FALSE(device_valid(c));
-  EXPECT_FALSE(device_valid(d));
-  EXPECT_TRUE(device_valid(e));
-  EXPECT_EQ(c.transfer_stats().d2h_count, 0U);
-  EXPECT_EQ(d.transfer_stats().d2h_count, 1U);
-  EXPECT_EQ(e.transfer_stats().d2h_count, 0U);
-  EXPECT_EQ(host_copy(c), c_values);
-  EXPECT_EQ(host_copy(d), scaled(d_values));
-  EXPECT_EQ(host_copy(e), scaled(e_values));
+  trio.expect_clean_then_oldest_dirty_evicted();
 }
 
 TEST_F(Rmm, TheFailureCallbackSaysNoWhenNothingIsLeftToEvict) {

@@ -106,9 +106,6 @@ class CcclResourceView {
   friend bool operator==(const CcclResourceView& a, const CcclResourceView& b) noexcept {
     return a.resource_ == b.resource_ || a.resource_->is_equal(*b.resource_);
   }
-  friend bool operator!=(const CcclResourceView& a, const CcclResourceView& b) noexcept {
-    return !(a == b);
-  }
   /// @brief The memory is device-accessible.
   friend void get_property(const CcclResourceView&, cuda::mr::device_accessible) noexcept {}
 
