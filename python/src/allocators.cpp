@@ -41,6 +41,19 @@ namespace {
 /// The message of the last failed allocation through the C entry points, per thread.
 thread_local std::string last_error;
 
+/// Inside a catch block: keeps "<who> of <bytes> bytes on device <device>: <what>" in last_error
+/// for the caller to throw or to hand to Python.
+void remember_failure(const char* who, std::size_t bytes, int device) {
+  std::string message = "unknown error";
+  try {
+    throw;
+  } catch (const std::exception& error) {
+    message = error.what();
+  } catch (...) {
+  }
+  last_error = sa::detail::concat(who, " of ", bytes, " bytes on device ", device, ": ", message);
+}
+
 /// The stream under which the pool files a block. A library's default stream (0, or CUDA's legacy
 /// handle 1) becomes `device`'s own default stream, which names that device's default stream
 /// whatever device is current later, when the pool hands the block to another stream.
@@ -171,16 +184,11 @@ void check_device(int device) { sa::detail::runtime().check_device(device, "allo
 /// nothing else crosses: smartarray's own exception types stay inside.
 SMARTARRAY_C_API void* smartarray_torch_malloc(ssize_t size, int device, cudaStream_t stream) {
   if (size <= 0) return nullptr;
-  std::string message;
   try {
     return allocate_on(static_cast<std::size_t>(size), device, stream);
-  } catch (const std::exception& error) {
-    message = error.what();
   } catch (...) {
-    message = "unknown error";
+    remember_failure("smartarray_torch_malloc", static_cast<std::size_t>(size), device);
   }
-  last_error = sa::detail::concat("smartarray_torch_malloc of ", size, " bytes on device ", device,
-                                  ": ", message);
   throw std::runtime_error(last_error);
 }
 
@@ -199,7 +207,6 @@ SMARTARRAY_C_API void smartarray_torch_free(void* ptr, ssize_t size, int device,
 SMARTARRAY_C_API void* smartarray_cupy_malloc(void* param, std::size_t size, int device) {
   if (size == 0) return nullptr;
   void* const stream = cupy_current_stream(param);
-  std::string message;
   try {
     void* ptr = nullptr;
     {
@@ -215,13 +222,9 @@ SMARTARRAY_C_API void* smartarray_cupy_malloc(void* param, std::size_t size, int
       throw;
     }
     return ptr;
-  } catch (const std::exception& error) {
-    message = error.what();
   } catch (...) {
-    message = "unknown error";
+    remember_failure("smartarray_cupy_malloc", size, device);
   }
-  last_error = sa::detail::concat("smartarray_cupy_malloc of ", size, " bytes on device ", device,
-                                  ": ", message);
   return nullptr;
 }
 
