@@ -10,7 +10,7 @@ StatisticsAdaptor::StatisticsAdaptor(MemoryResource& upstream)
     : upstream_(upstream), pool_(dynamic_cast<PoolResource*>(&upstream)) {}
 
 EvictableResource* StatisticsAdaptor::evictable() noexcept {
-  return pool_ != nullptr ? pool_ : upstream_.evictable();
+  return upstream_.evictable();
 }
 
 void* StatisticsAdaptor::do_allocate(StreamRef stream, std::size_t bytes, std::size_t alignment,
