@@ -65,9 +65,7 @@ std::byte* ArrayCore::acquire(Side side, Access access, std::optional<StreamRef>
                               const smartarray::source_location& where, bool require_written) {
   Transaction transaction(*this, Transaction::Kind::use, &where);
   NvtxRange nvtx;
-  if (nvtx_may_record()) [[unlikely]] {
-    nvtx.push_acquire(acquire_name(side, access), state_.size(), id(), trace_label(), where);
-  }
+  nvtx.push_acquire(acquire_name(side, access), state_.size(), id(), trace_label(), where);
   return acquire_locked(transaction, side, access, {0, state_.size()}, stream, where,
                         require_written);
 }
@@ -81,9 +79,7 @@ std::byte* ArrayCore::acquire_range(Side side, Access access, ByteRange range,
                      describe(), ": the bytes [", range.begin, ", ", range.end,
                      ") leave the array of ", state_.size(), " bytes");
   NvtxRange nvtx;
-  if (nvtx_may_record()) [[unlikely]] {
-    nvtx.push_acquire(acquire_name(side, access), range.size(), id(), trace_label(), where);
-  }
+  nvtx.push_acquire(acquire_name(side, access), range.size(), id(), trace_label(), where);
   if (range.empty()) {
     if (stream) runtime().check_stream(*stream);
     transaction.changed_nothing();
@@ -100,9 +96,7 @@ void ArrayCore::acquire_element(Access access, std::size_t offset, std::size_t b
                                 const smartarray::source_location& where, bool require_written) {
   Transaction transaction(*this, Transaction::Kind::use, &where);
   NvtxRange nvtx;
-  if (nvtx_may_record()) [[unlikely]] {
-    nvtx.push_acquire(acquire_name(Side::host, access), bytes, id(), trace_label(), where);
-  }
+  nvtx.push_acquire(acquire_name(Side::host, access), bytes, id(), trace_label(), where);
   const std::size_t size = state_.size();
   if (offset + bytes > size) return;  // debug builds checked the index; std::vector's rules
   if (capture_written_) [[unlikely]] refuse_host_access_in_capture("element access", where);
