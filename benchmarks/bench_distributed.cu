@@ -6,11 +6,14 @@
 //   one stream while the interior computes on another; the smartarray one runs on one stream (two
 //   writers of one array on two streams are ordered one after the other). Both run the same
 //   kernel. Two more contenders tell the costs apart: the hand-written one on one stream, and the
-//   smartarray one without the size handshake. items_per_second is lattice updates per second.
+//   smartarray one without the size check. items_per_second is lattice updates per second.
 // - all_reduce: dist::all_reduce of a device-valid array against a bare ncclAllReduce, at 4 MiB,
 //   64 MiB and 1 GiB; bus_GBps is NCCL's bus bandwidth, 2 (n - 1) / n bytes per second.
 // - halo: dist::exchange_halos of one row against grouped ncclSend/ncclRecv of the same rows, with
-//   the communicator's size handshake (the default) and without it.
+//   the communicator's size check (the default) and without it.
+// - agreement: the agreement that opens every collective call with the size check on (one
+//   MPI_Allreduce of the checks' outcome and the terms that must match) against the size
+//   handshake it replaced (an MPI_Allgather of one size), per call; it runs over any transport.
 // Every contender runs the same fixed iterations on every rank, so that the ranks stay in step;
 // repetitions alternate the contenders (ABAB), and rank 0 prints each pair's median ratio at the
 // end. Only rank 0 reports.
@@ -340,6 +343,57 @@ void hand_halo(benchmark::State& state) {
   CHECK(cudaFree(a));
 }
 
+// --- the agreement: what each collective call pays before it moves anything ---------------------
+
+constexpr int agreements = 1000;  // agreements per benchmark iteration
+
+/// The agreement that opens an all_reduce with the size check on: one MPI_Allreduce of the
+/// outcome of every rank's checks and the terms that must match.
+void smart_agreement(benchmark::State& state, const dist::Communicator& comm) {
+  const dist::detail::Terms terms{
+      .bytes = 4096, .type = dist::detail::type_code<float>(), .op = static_cast<int>(dist::Op::sum)};
+  const MPI_Comm native = comm.native();
+  for (auto _ : state) {
+    for (int i = 0; i < agreements; ++i) dist::detail::agree("all_reduce", native, rank, terms, {});
+  }
+  state.counters["us_per_call"] = benchmark::Counter(
+      static_cast<double>(agreements) * 1e-6,
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+/// The size handshake that the agreement replaced: one all-gather of each rank's bytes, which
+/// compared sizes only and left a rank whose own check failed out of it.
+void allgather_handshake(benchmark::State& state, const dist::Communicator& comm) {
+  const MPI_Comm native = comm.native();
+  const long long bytes = 4096;
+  std::vector<long long> all(static_cast<std::size_t>(ranks));
+  for (auto _ : state) {
+    for (int i = 0; i < agreements; ++i) {
+      CHECK(MPI_Allgather(&bytes, 1, MPI_LONG_LONG, all.data(), 1, MPI_LONG_LONG, native));
+    }
+  }
+  state.counters["us_per_call"] = benchmark::Counter(
+      static_cast<double>(agreements) * 1e-6,
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+/// The agreement's pair, alternated: it runs over any transport (MPI carries it).
+void register_agreement(const dist::Communicator& comm) {
+  const std::string gpus = "/ranks:" + std::to_string(ranks);
+  for (int rep = 0; rep < options.reps; ++rep) {
+    benchmark::RegisterBenchmark(("agreement/smartarray" + gpus).c_str(),
+                                 [&comm](benchmark::State& s) { smart_agreement(s, comm); })
+        ->Iterations(20)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("agreement/allgather" + gpus).c_str(),
+                                 [&comm](benchmark::State& s) { allgather_handshake(s, comm); })
+        ->Iterations(20)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
+}
+
 // --- registration, reporting and main -----------------------------------------------------------
 
 /// Registers each pair's contenders alternately, `options.reps` times each, with fixed
@@ -402,15 +456,17 @@ class Collector : public benchmark::ConsoleReporter {
       if (residual != run.counters.end()) residual_[run.benchmark_name()] = residual->second.value;
     }
   }
-  /// Each contender against the hand-written NCCL code of its pair ("<pair>/nccl/...").
+  /// Each contender against the baseline of its pair: hand-written NCCL code ("<pair>/nccl/..."),
+  /// or for the agreement the all-gather handshake it replaced ("agreement/allgather/...").
   void print_ratios() const {
-    std::printf("\nMedians of %d alternated repetitions, each contender against hand-written NCCL:\n",
+    std::printf("\nMedians of %d alternated repetitions, each contender against its baseline:\n",
                 options.reps);
     for (const auto& [name, values] : seconds_) {
       const std::size_t at = name.find('/');
       const std::size_t end = name.find('/', at + 1);
-      if (name.compare(at, end - at, "/nccl") == 0) continue;
-      const std::string other = name.substr(0, at) + "/nccl" + name.substr(end);
+      const std::string baseline = name.compare(0, at, "agreement") == 0 ? "/allgather" : "/nccl";
+      if (name.compare(at, end - at, baseline) == 0) continue;
+      const std::string other = name.substr(0, at) + baseline + name.substr(end);
       const auto hand = seconds_.find(other);
       if (hand == seconds_.end()) continue;
       std::printf("  %-44s time ratio %.3f", name.c_str(), median(values) / median(hand->second));
@@ -483,22 +539,23 @@ int main(int argc, char** argv) {
   int status = 0;
   {
     const dist::Communicator comm(MPI_COMM_WORLD);
-    if (comm.transport() != dist::Transport::nccl) {
-      if (rank == 0) {
-        std::printf("bench_distributed: the transport is %s, not nccl: it needs a GPU for each "
-                    "rank and NCCL built in\n", dist::to_string(comm.transport()));
-      }
-      status = 1;
-    } else if (options.ny % static_cast<std::size_t>(ranks) != 0) {
+    const bool nccl = comm.transport() == dist::Transport::nccl;
+    if (!nccl && rank == 0) {
+      std::printf("bench_distributed: the transport is %s, not nccl (which needs a GPU for each "
+                  "rank and NCCL built in): only the agreement runs\n",
+                  dist::to_string(comm.transport()));
+    }
+    if (options.ny % static_cast<std::size_t>(ranks) != 0) {
       if (rank == 0) std::printf("bench_distributed: --ny must divide among the ranks\n");
       status = 1;
     } else if (!sa::bench::initialize(args)) {
       status = 1;
     } else {
-      // The same processes without the size handshake (CommunicatorOptions::check_sizes off, which
-      // a release build honours), to show what the handshake costs.
+      // The same processes without the size check (CommunicatorOptions::check_sizes off, which a
+      // release build honours), to show what the agreement costs.
       const dist::Communicator unchecked(MPI_COMM_WORLD, {.check_sizes = false});
-      register_benchmarks(comm, unchecked);
+      register_agreement(comm);
+      if (nccl) register_benchmarks(comm, unchecked);
       sa::bench::add_provenance();
       benchmark::AddCustomContext("ranks", std::to_string(ranks));
       benchmark::AddCustomContext("transport", dist::to_string(comm.transport()));

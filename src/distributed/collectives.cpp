@@ -6,7 +6,19 @@
 
 #include "distributed/transport.hpp"
 
-#include <vector>
+namespace smartarray::dist {
+
+const char* to_string(Op op) noexcept {
+  switch (op) {
+    case Op::sum: return "sum";
+    case Op::prod: return "prod";
+    case Op::min: return "min";
+    case Op::max: return "max";
+  }
+  return "unknown";
+}
+
+}  // namespace smartarray::dist
 
 namespace smartarray::dist::detail {
 
@@ -29,8 +41,8 @@ MPI_Op mpi_op(Op op) {
     case Op::min: return MPI_MIN;
     case Op::max: return MPI_MAX;
   }
-  throw logic_error(smartarray::detail::concat("dist::Op ", static_cast<int>(op),
-                                               " is not an operation"));
+  throw logic_error(
+      smartarray::detail::concat("dist::Op ", static_cast<int>(op), " is not an operation"));
 }
 
 }  // namespace
@@ -42,24 +54,26 @@ void check_element_type(const char* what, ElementType type, const Communicator& 
                      "MPI transport");
 }
 
-void check_same_bytes(const char* what, std::size_t bytes, const Communicator& comm,
-                      StreamRef stream) {
-  require_mpi_running(what);
-  check_stream(what, comm, stream);
-  if (!comm.checks_sizes()) return;
-  const std::vector<long long> all = gather_sizes({static_cast<long long>(bytes)}, comm);
-  for (int rank = 1; rank < comm.size(); ++rank) {
-    SMARTARRAY_EXPECTS(all[static_cast<std::size_t>(rank)] == all[0], logic_error, what, ": rank ",
-                       comm.rank(), ": the arrays differ between ranks: rank 0's is ", all[0],
-                       " bytes, rank ", rank, "'s ", all[static_cast<std::size_t>(rank)], " bytes");
-  }
+void check_op(const char* what, Op op, const Communicator& comm) {
+  SMARTARRAY_EXPECTS(op == Op::sum || op == Op::prod || op == Op::min || op == Op::max, logic_error,
+                     what, ": rank ", comm.rank(), ": dist::Op ", static_cast<int>(op),
+                     " is not an operation (sum, prod, min or max)");
 }
 
 void check_root(const char* what, int root, const Communicator& comm) {
-  require_mpi_running(what);
   SMARTARRAY_EXPECTS(root >= 0 && root < comm.size(), logic_error, what, ": rank ", comm.rank(),
-                     " named root ", root, ", which is not a rank of a communicator of ",
-                     comm.size(), " processes");
+                     ": root ", root, " is not a rank of a communicator of ", comm.size(),
+                     " processes");
+}
+
+void check_blocks(const char* what, const void* in, const void* out, std::size_t whole,
+                  std::size_t part, const char* whole_name, const Communicator& comm) {
+  SMARTARRAY_EXPECTS(in != out, logic_error, what, ": rank ", comm.rank(),
+                     ": in and out are the same array");
+  const auto ranks = static_cast<std::size_t>(comm.size());
+  SMARTARRAY_EXPECTS(whole == part * ranks, logic_error, what, ": rank ", comm.rank(), ": ",
+                     whole_name, " has ", whole, " elements, but ", ranks, " ranks of ", part,
+                     " need ", part * ranks);
 }
 
 void all_reduce_in_place(void* data, std::size_t count, ElementType type, Op op,

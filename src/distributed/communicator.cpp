@@ -1,6 +1,7 @@
 // dist::Communicator (distributed/communicator.hpp): the duplicated communicator, the node-local
 // rank and device, and the transport that every process agrees on.
 #include <smartarray/distributed/communicator.hpp>
+#include <smartarray/distributed/detail/agreement.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/runtime/runtime.hpp>
@@ -12,6 +13,8 @@
 #endif
 
 #include <algorithm>
+#include <exception>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,12 +23,9 @@ namespace smartarray::dist {
 
 const char* to_string(Transport transport) noexcept {
   switch (transport) {
-    case Transport::nccl:
-      return "nccl";
-    case Transport::mpi_device:
-      return "mpi_device";
-    case Transport::mpi_host:
-      return "mpi_host";
+    case Transport::nccl: return "nccl";
+    case Transport::mpi_device: return "mpi_device";
+    case Transport::mpi_host: return "mpi_host";
   }
   return "unknown";
 }
@@ -86,18 +86,20 @@ std::string cannot_run(Transport transport, bool shares_device) {
       if (host_backend || mpi_is_cuda_aware()) return {};
       return "the mpi_device transport needs a CUDA-aware MPI, and MPIX_Query_cuda_support() "
              "says this one is not";
-    case Transport::mpi_host:
-      return {};
+    case Transport::mpi_host: return {};
   }
   return smartarray::detail::concat("transport ", static_cast<int>(transport),
                                     " is not a Transport");
 }
 
-/// The transport this process asks for: the one in the options, else its first that runs.
-Transport choose_transport(const std::optional<Transport>& asked, bool shares_device) {
+/// The transport this process (rank `rank`) asks for: the one in the options, else its first that
+/// runs.
+Transport choose_transport(const std::optional<Transport>& asked, bool shares_device, int rank) {
   if (asked) {
     const std::string why = cannot_run(*asked, shares_device);
-    if (!why.empty()) throw logic_error(smartarray::detail::concat("Communicator: ", why));
+    if (!why.empty()) {
+      throw logic_error(smartarray::detail::concat("Communicator: rank ", rank, ": ", why));
+    }
     return *asked;
   }
   // The host backend emulates mpi_device only when asked for it.
@@ -115,16 +117,33 @@ bool shares_device(int device, MPI_Comm node, int local_size) {
   return device >= 0 && std::count(devices.begin(), devices.end(), device) > 1;
 }
 
+/// The calling thread's current device, or none when the backend cannot tell (it failed to start).
+std::optional<Device> current_device_if_any() noexcept {
+  try {
+    return current_device();
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+/// Makes `device` current again after a failed constructor.
+void restore_device(const std::optional<Device>& device) noexcept {
+  if (!device) return;
+  try {
+    set_current_device(*device);
+  } catch (...) {  // the device was current a moment ago; nothing better to do than keep going
+  }
+}
+
 }  // namespace
 
-bool transport_available(Transport transport) {
-  return cannot_run(transport, false).empty();
-}
+bool transport_available(Transport transport) { return cannot_run(transport, false).empty(); }
 
 Communicator::Communicator(MPI_Comm comm, CommunicatorOptions options) {
   detail::require_mpi_running("Communicator");
   SMARTARRAY_EXPECTS(comm != MPI_COMM_NULL, logic_error, "Communicator: comm is MPI_COMM_NULL");
   SMARTARRAY_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
+  const std::optional<Device> previous = current_device_if_any();
   try {
     // Errors come back as codes, which the library turns into mpi_error, instead of aborting.
     SMARTARRAY_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -136,16 +155,17 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions options) {
     const int local_rank_code = MPI_Comm_rank(node, &local_rank_);
     const int local_size_code = MPI_Comm_size(node, &local_size_);
     // The device: whether another process of the node works on it decides whether NCCL can run.
-    // A process that cannot bind its device still takes part in every collective call here (as
-    // device -1, asking for no transport), so that all throw together.
-    std::string why;
+    // A process that cannot bind its device, whatever the reason (a backend that fails included),
+    // still takes part in every collective call here (as device -1, asking for no transport), so
+    // that all throw together.
+    std::exception_ptr failure;
     int device = -1;
     try {
       device_ = options.device.value_or(Device{local_rank_ % device_count()});
       set_current_device(device_);
       device = device_.ordinal;
-    } catch (const logic_error& error) {
-      why = error.what();
+    } catch (...) {
+      failure = std::current_exception();
     }
     bool shared = false;
     int shared_code = MPI_SUCCESS;
@@ -161,29 +181,29 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions options) {
     SMARTARRAY_MPI_CHECK(local_size_code);
     SMARTARRAY_MPI_CHECK(shared_code);
 
-    // Every process agrees on the transport before any throws, so that none is left waiting in a
-    // later collective. Each contributes its choice (or "cannot"), and whether it asked for it;
-    // one reduction of the maxima of {cannot, choice, -choice, asked} answers every question.
     int mine = -1;
-    if (why.empty()) {
+    if (!failure) {
       try {
-        mine = static_cast<int>(choose_transport(options.transport, shared));
-      } catch (const logic_error& error) {
-        why = error.what();
+        mine = static_cast<int>(choose_transport(options.transport, shared, rank_));
+      } catch (...) {
+        failure = std::current_exception();
       }
     }
-    const int contributed[4] = {why.empty() ? 0 : 1, mine, -mine, options.transport ? 1 : 0};
-    int agreed[4] = {0, 0, 0, 0};
-    SMARTARRAY_MPI_CHECK(MPI_Allreduce(contributed, agreed, 4, MPI_INT, MPI_MAX, comm_));
-    if (!why.empty()) throw logic_error(smartarray::detail::concat("rank ", rank_, ": ", why));
-    SMARTARRAY_EXPECTS(agreed[0] == 0, logic_error, "Communicator: rank ", rank_,
-                       ": another rank cannot run its transport (its own error names it)");
-    const int highest = agreed[1];
-    const int lowest = -agreed[2];
+    // Every process learns whether any failed, and whether all check sizes alike, before any
+    // throws, so that none is left waiting here or in a later collective.
+    check_sizes_ = options.check_sizes || SMARTARRAY_DEBUG_CHECKS != 0;
+    detail::agree("Communicator", comm_, rank_, {.check_sizes = check_sizes_}, failure);
+
+    // Each contributes its choice and whether it asked for it; one reduction of the maxima of
+    // {choice, -choice, asked} tells whether all asked alike and which default all can run.
+    const int contributed[3] = {mine, -mine, options.transport ? 1 : 0};
+    int agreed[3] = {0, 0, 0};
+    SMARTARRAY_MPI_CHECK(MPI_Allreduce(contributed, agreed, 3, MPI_INT, MPI_MAX, comm_));
+    const int highest = agreed[0];
+    const int lowest = -agreed[1];
     // Asked for: every rank must ask for the same. Defaults: the last choice, which all can run.
-    SMARTARRAY_EXPECTS(agreed[3] == 0 || lowest == highest, logic_error, "Communicator: rank ",
-                       rank_, " uses ", to_string(static_cast<Transport>(mine)),
-                       " but the ranks ask for different transports (",
+    SMARTARRAY_EXPECTS(agreed[2] == 0 || lowest == highest, logic_error,
+                       "Communicator: the ranks ask for different transports (",
                        to_string(static_cast<Transport>(lowest)), " and ",
                        to_string(static_cast<Transport>(highest)), ")");
     transport_ = static_cast<Transport>(highest);
@@ -194,8 +214,8 @@ Communicator::Communicator(MPI_Comm comm, CommunicatorOptions options) {
 #if SMARTARRAY_DIST_NCCL
     if (transport_ == Transport::nccl) nccl_ = detail::nccl_create(comm_, rank_, size_);
 #endif
-    check_sizes_ = options.check_sizes || SMARTARRAY_DEBUG_CHECKS != 0;
   } catch (...) {
+    restore_device(previous);
     release();
     throw;
   }

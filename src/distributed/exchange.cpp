@@ -1,5 +1,5 @@
-// The messages of an exchange (one NCCL group, or MPI non-blocking messages), and the size
-// handshake (distributed/detail/exchange.hpp).
+// The messages of an exchange: one NCCL group, or MPI non-blocking messages
+// (distributed/detail/exchange.hpp).
 #include <smartarray/distributed/detail/exchange.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
 
@@ -51,15 +51,6 @@ void exchange(const std::vector<Message>& receives, const std::vector<Message>& 
                                  MPI_STATUSES_IGNORE);
   if (failed != MPI_SUCCESS) throw_mpi_error(failed_call, failed);
   if (waited != MPI_SUCCESS) throw_mpi_error("MPI_Waitall", waited);
-}
-
-std::vector<long long> gather_sizes(const std::vector<long long>& values,
-                                    const Communicator& comm) {
-  std::vector<long long> all(values.size() * static_cast<std::size_t>(comm.size()));
-  SMARTARRAY_MPI_CHECK(MPI_Allgather(values.data(), static_cast<int>(values.size()),
-                                     MPI_LONG_LONG, all.data(), static_cast<int>(values.size()),
-                                     MPI_LONG_LONG, comm.native()));
-  return all;
 }
 
 }  // namespace smartarray::dist::detail

@@ -1,6 +1,7 @@
 // dist::send and dist::recv (distributed/point_to_point.hpp): the checks before any MPI or NCCL
 // call, the handshake of NCCL messages, and the transfers themselves.
 #include <smartarray/distributed/point_to_point.hpp>
+#include <smartarray/distributed/detail/agreement.hpp>
 #include <smartarray/distributed/detail/mpi_check.hpp>
 #include <smartarray/error.hpp>
 
@@ -19,7 +20,7 @@ constexpr int handshake_tag = 0;
 
 void check_peer(const char* what, int peer, int tag, const Communicator& comm,
                 StreamRef stream) {
-  require_mpi_running(what);
+  (void)usable(what, comm);
   SMARTARRAY_EXPECTS(peer >= 0 && peer < comm.size(), logic_error, what, ": rank ", comm.rank(),
                      " named rank ", peer, ", which is not a rank of a communicator of ",
                      comm.size(), " processes");
@@ -27,7 +28,7 @@ void check_peer(const char* what, int peer, int tag, const Communicator& comm,
                      " named itself as the other process");
   SMARTARRAY_EXPECTS(tag >= 0 && tag <= comm.max_tag(), logic_error, what, ": rank ", comm.rank(),
                      " used tag ", tag, ", outside MPI's tags 0 to ", comm.max_tag());
-  check_stream(what, comm, stream);
+  check_call(what, comm, stream);
 }
 
 void check_count(const char* what, std::size_t count, const char* unit,

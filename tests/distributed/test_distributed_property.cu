@@ -1,9 +1,11 @@
 // The distributed property test: every rank draws the same random sequence of operations (the seed
 // comes from rank 0) and applies it to its own array, while each rank keeps a model of every
 // rank's array in plain vectors. Operations: host and device writes of ranges, reads of ranges,
-// ring sends of slices, halo exchanges (periodic or not), all_reduce (min, max, sum) and
-// broadcasts. After each operation that touches this rank's array, the array's host copy must
-// equal the model's. SMARTARRAY_DIST_PROPERTY_OPS and SMARTARRAY_DIST_PROPERTY_SEED set the run.
+// ring sends of slices, halo exchanges (periodic or not), all_reduce (min, max, sum), broadcasts,
+// and misuse: one rank, drawn alike by every rank, passes a bad argument or one that differs from
+// the others' (a count, an op, a root, an element type, a halo width or periodicity), and every
+// rank must throw and change nothing. After each operation that touches this rank's array, the
+// array's host copy must equal the model's. SMARTARRAY_DIST_PROPERTY_OPS and SMARTARRAY_DIST_PROPERTY_SEED set the run.
 #include "support/test_support.hpp"
 #include "distributed_support.hpp"
 
@@ -45,7 +47,10 @@ std::uint64_t written(std::uint64_t op, int rank, std::size_t i) {
   return (op + 1) * 0x9E3779B97F4A7C15ULL ^ (static_cast<std::uint64_t>(rank) << 40) ^ (i * 977);
 }
 
-enum class Kind { host_write, device_write, read, ring, halo, all_reduce, broadcast };
+enum class Kind { host_write, device_write, read, ring, halo, all_reduce, broadcast, misuse };
+
+/// The misuses: what the one rank drawn passes unlike the others.
+enum class Misuse { count, op, root, type, width, periodic, bad_root };
 
 /// Runs `operations` operations over `transport`; returns the number of divergences seen here.
 std::uint64_t run(dist::Transport transport, std::uint64_t operations, std::uint64_t seed) {
@@ -67,7 +72,7 @@ std::uint64_t run(dist::Transport transport, std::uint64_t operations, std::uint
     count = 1 + rng() % (n - first);
   };
   for (std::uint64_t op = 1; op <= operations; ++op) {
-    const auto kind = static_cast<Kind>(rng() % 7);
+    const auto kind = static_cast<Kind>(rng() % 8);
     std::size_t first = 0;
     std::size_t count = 0;
     switch (kind) {
@@ -167,6 +172,53 @@ std::uint64_t run(dist::Transport transport, std::uint64_t operations, std::uint
         const std::vector<std::uint64_t> values = model[static_cast<std::size_t>(root)];
         for (auto& rank_values : model) rank_values = values;
         dist::broadcast(a, root, comm, stream);
+        break;
+      }
+      case Kind::misuse: {
+        if (ranks < 2) break;
+        const bool odd = static_cast<int>(rng() % static_cast<std::uint64_t>(ranks)) == me;
+        const auto misuse = static_cast<Misuse>(rng() % 7);
+        const int root = static_cast<int>(rng() % static_cast<std::uint64_t>(ranks));
+        bool threw = false;
+        try {
+          switch (misuse) {
+            case Misuse::count: {
+              SmartArray<std::uint64_t> longer(n + 1, std::uint64_t{op});
+              dist::all_reduce(odd ? longer : a, dist::Op::sum, comm, stream);
+              break;
+            }
+            case Misuse::op:
+              dist::all_reduce(a, odd ? dist::Op::max : dist::Op::sum, comm, stream);
+              break;
+            case Misuse::root:
+              dist::broadcast(a, odd ? (root + 1) % ranks : root, comm, stream);
+              break;
+            case Misuse::type:
+              if (odd) {
+                SmartArray<double> same_bytes(n, 1.5);
+                dist::all_reduce(same_bytes, dist::Op::sum, comm, stream);
+              } else {
+                dist::all_reduce(a, dist::Op::sum, comm, stream);
+              }
+              break;
+            case Misuse::width:
+              dist::exchange_halos(a, dist::Halo{.width = odd ? w + 1 : w}, comm, stream);
+              break;
+            case Misuse::periodic:
+              dist::exchange_halos(a, dist::Halo{.width = w, .periodic = odd}, comm, stream);
+              break;
+            case Misuse::bad_root:
+              dist::broadcast(a, odd ? ranks : root, comm, stream);
+              break;
+          }
+        } catch (const sa::logic_error&) {
+          threw = true;
+        }
+        if (!threw) {
+          std::cout << "rank " << me << ": misuse " << static_cast<int>(misuse)
+                    << " did not throw at operation " << op << " (seed " << seed << ")\n";
+          ++divergences;
+        }
         break;
       }
     }

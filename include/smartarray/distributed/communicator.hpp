@@ -78,11 +78,16 @@ struct CommunicatorOptions {
   /// defaults to `mpi_host`; it also emulates `mpi_device` (MPI reads and writes the emulated
   /// device memory), so that the device path runs without a GPU.
   std::optional<Transport> transport = std::nullopt;
-  /// Before each collective and halo exchange, one small all-gather of the ranks' sizes checks
-  /// that they match, so that a mismatch is an error on every rank instead of a truncated
-  /// message, a hang or silently partial data; with `nccl`, each point-to-point message is first
-  /// announced to its receiver (one round trip), which has no probe. Debug builds always check; a
-  /// release build may turn it off to save that one latency per call.
+  /// Before each collective call (the collectives and the halo exchange), every rank checks its
+  /// arguments, then one small reduction over every rank (MPI_Allreduce of 17 integers) agrees
+  /// on the outcome and on what must match: bytes, element type, op, root, halo periodicity.
+  /// When any rank failed or anything differs, every rank throws the same error before anything
+  /// is acquired. With `nccl`, each point-to-point message is also first announced to its
+  /// receiver (one round trip), which has no probe. Debug builds always check. A release build
+  /// may turn it off to save that one latency per call: then a rank whose check fails throws
+  /// alone (the others may wait forever in the call), and ranks that pass different bytes,
+  /// types, ops, roots or periodicity get undefined results. Every rank must pass the same value:
+  /// the constructor throws on every rank when they differ.
   bool check_sizes = true;
 };
 
@@ -106,10 +111,15 @@ class Communicator {
    * @throws logic_error when MPI is not initialized or already finalized, when the device is not
    *         one of this process's, when the transport cannot run here (NCCL not built in, or the
    *         host backend asked for it; `nccl` with two processes of a node on one device;
-   *         `mpi_device` on the cuda backend without a CUDA-aware MPI), or when the processes ask
-   *         for different transports. Every process throws.
+   *         `mpi_device` on the cuda backend without a CUDA-aware MPI), when the processes ask
+   *         for different transports, or when their `check_sizes` differ.
    * @throws mpi_error when an MPI call fails.
    * @throws nccl_error when NCCL cannot create its communicator (on every process).
+   *
+   * Every process takes part in one agreement whatever fails on it (a backend that cannot start
+   * included): when any process fails, every process throws the same error, of the failing
+   * process's kind (cuda_error, logic_error, ...), naming its rank and its message. A
+   * constructor that throws leaves the calling thread's current device as it found it.
    */
   explicit Communicator(MPI_Comm comm, CommunicatorOptions options = {});
   ~Communicator();

@@ -10,6 +10,7 @@
 #include <smartarray/core/slice.hpp>
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/distributed/communicator.hpp>
+#include <smartarray/distributed/detail/agreement.hpp>
 #include <smartarray/distributed/detail/exchange.hpp>
 #include <smartarray/distributed/point_to_point.hpp>
 #include <smartarray/error.hpp>
@@ -30,17 +31,16 @@ namespace detail {
 /// The tags of a halo exchange: a message to the right neighbour fills its left halo.
 inline constexpr int to_right_tag = 1;
 inline constexpr int to_left_tag = 2;
-/// The neighbour ranks of this process (-1 for none), after the checks of exchange_halos: the
-/// halo is at most the interior, the stream is on the communicator's device (nccl), and, with the
-/// size check on, every rank's halo has the same bytes (each rank learns every rank's, so that
-/// all throw together).
+/// Throws logic_error naming this rank when the halos are wider than the interior of an array of
+/// `size` elements, or (MPI) a halo's bytes exceed MPI's int count.
+void check_halo(std::size_t size, std::size_t element_bytes, const Halo& halo,
+                const Communicator& comm);
+/// The neighbour ranks of this process (-1 for none).
 struct Neighbours {
   int left;
   int right;
 };
-[[nodiscard]] Neighbours halo_neighbours(std::size_t size, std::size_t element_bytes,
-                                         const Halo& halo, const Communicator& comm,
-                                         StreamRef stream);
+[[nodiscard]] Neighbours halo_neighbours(const Halo& halo, const Communicator& comm);
 }  // namespace detail
 
 /**
@@ -63,9 +63,10 @@ struct Neighbours {
  * @param comm the processes, in the order of the blocks.
  * @param stream the stream that orders the device side.
  * @param where the caller's source location, for the trace.
- * @throws logic_error when the halo is wider than the interior (before any MPI call), or, with the
- *         communicator's size check on, when the ranks' halos differ in bytes (on every rank,
- *         naming the ranks and widths; nothing is acquired).
+ * @throws logic_error when the halo is wider than the interior, or, with the communicator's size
+ *         check on, on every rank when any rank's halo is wider than its interior or the ranks'
+ *         halo bytes, element types or periodicity differ (naming the ranks and what each had);
+ *         nothing is acquired.
  * @throws mpi_error when MPI fails.
  * @throws nccl_error when NCCL fails.
  */
@@ -75,7 +76,11 @@ void exchange_halos(SmartArray<T>& a, const Halo& halo, const Communicator& comm
                     smartarray::source_location where = smartarray::source_location::current()) {
   const std::size_t n = a.size();
   const std::size_t w = halo.width;
-  const detail::Neighbours neighbours = detail::halo_neighbours(n, sizeof(T), halo, comm, stream);
+  detail::open_collective(
+      "exchange_halos", comm, stream,
+      {.halo_bytes = w * sizeof(T), .type = detail::type_code<T>(), .periodic = halo.periodic},
+      [&] { detail::check_halo(n, sizeof(T), halo, comm); });
+  const detail::Neighbours neighbours = detail::halo_neighbours(halo, comm);
   if (w == 0 || (neighbours.left < 0 && neighbours.right < 0)) return;
   const std::size_t bytes = w * sizeof(T);
   const bool device = comm.transport() != Transport::mpi_host;

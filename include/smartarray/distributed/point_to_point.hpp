@@ -43,9 +43,10 @@ namespace smartarray::dist {
 namespace detail {
 /// The tag of a call that names none.
 inline constexpr int default_tag = 0;
-/// Throws logic_error, before any MPI call, when `peer` is not another rank of `comm`, `tag` is
-/// not a valid MPI tag, or (nccl) `stream` is not on the communicator's device: `what` names the
-/// call, and the message the rank, tag, size or devices.
+/// Throws logic_error, before any MPI call, when MPI is not running, `comm` was moved from, `peer`
+/// is not another rank of `comm`, `tag` is not a valid MPI tag, (nccl) `stream` is not on the
+/// communicator's device, or (MPI transports) the calling thread is inside sa::capture: `what`
+/// names the call, and the message the rank, tag, size or devices.
 void check_peer(const char* what, int peer, int tag, const Communicator& comm, StreamRef stream);
 /// Throws logic_error when `count` (of `unit`: "bytes", "elements") does not fit MPI's int count
 /// (MPI transports only; NCCL counts in size_t).

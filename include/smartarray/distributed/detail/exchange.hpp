@@ -29,9 +29,4 @@ struct Message {
 void exchange(const std::vector<Message>& receives, const std::vector<Message>& sends,
               const Communicator& comm, StreamRef stream);
 
-/// Every rank's `values` (the same count on each), gathered in rank order (MPI_Allgather): the
-/// handshake that checks sizes across ranks before an exchange or a collective.
-[[nodiscard]] std::vector<long long> gather_sizes(const std::vector<long long>& values,
-                                                  const Communicator& comm);
-
 }  // namespace smartarray::dist::detail
