@@ -1,7 +1,8 @@
 // Bad input never changes state. Each case calls an entry point with one bad argument (a destroyed
 // or bogus stream, a device ordinal out of range, a range that overflows, a malformed environment
-// value) and checks four things: the error's type, that its message names the bad value, that the
-// array's contents and validity are unchanged, and that the array stays usable afterwards.
+// value, a device budget out of range) and checks four things: the error's type, that its message
+// names the bad value, that the array's contents and validity are unchanged, and that the array
+// stays usable afterwards.
 //
 // Also here: the drop-in cases of std::vector's own tests (an iterator whose comma operator is
 // deleted, a range of volatile elements, std::allocator in every allocator-extended constructor).
@@ -240,6 +241,60 @@ TEST_F(EnvironmentNumber, BadValuesNameTheVariableTheValueAndTheRange) {
     expect_error<sa::logic_error>([&] { (void)parse(bad, 10, EnvUnit::count); },
                                   {name, bad, "1 to 10"});
   }
+}
+
+// A device budget below one tile or above 1 EiB names the value and the range, and changes
+// neither the budget nor any array; the bounds themselves are budgets.
+TEST(DeviceBudget, BelowOneTileOrAboveOneEiBIsRefusedAndChangesNothing) {
+  const auto values = random_values<int>(3000);
+  SmartArray<int> a(values);
+  (void)std::as_const(a).device_view();
+  const Snapshot before(a);
+  const std::optional<std::size_t> limit = sa::default_device_pool().maximum_size();
+  const std::size_t budget = sa::device_budget();
+  constexpr std::size_t eib = std::size_t{1} << 60;
+  constexpr std::size_t most = std::numeric_limits<std::size_t>::max();
+  for (const std::size_t bad : {std::size_t{0}, std::size_t{1}, std::size_t{100}, std::size_t{255},
+                                std::size_t{4095}, eib + 1, most}) {
+    sa::ExpectTransfers nothing({});
+    expect_error<sa::logic_error>([&] { sa::set_device_budget(bad); },
+                                  {"set_device_budget(" + std::to_string(bad) + ", device 0)",
+                                   "from 4096 bytes", "to " + std::to_string(eib) + " bytes"});
+    EXPECT_EQ(sa::default_device_pool().maximum_size(), limit);
+    EXPECT_EQ(sa::device_budget(), budget);
+  }
+  expect_unchanged_and_usable(a, before, values);
+  for (const std::size_t bound : {sa::min_device_budget, sa::max_device_budget}) {
+    sa::set_device_budget(bound);
+    EXPECT_EQ(sa::device_budget(), bound);
+  }
+  EXPECT_EQ(sa::max_device_budget, eib);
+  sa::set_device_budget(limit);
+  EXPECT_EQ(sa::device_budget(), budget);
+}
+
+// CTest runs this alone with SMARTARRAY_DEVICE_BUDGET below one tile or above 1 EiB, and
+// SMARTARRAY_TEST_BAD_DEVICE_BUDGET=1 (host.test_bad_input_device_budget_*); other runs skip it,
+// whatever budget they set. The device pool is never built: every call that needs it throws,
+// naming the variable, the value and the range.
+TEST(DeviceBudgetEnvironment, AValueOutOfRangeIsAnErrorOfEveryCallThatBuildsThePool) {
+  const char* const value = std::getenv("SMARTARRAY_DEVICE_BUDGET");
+  if (std::getenv("SMARTARRAY_TEST_BAD_DEVICE_BUDGET") == nullptr || value == nullptr) {
+    GTEST_SKIP() << "run by CTest with SMARTARRAY_DEVICE_BUDGET out of range";
+  }
+  const std::vector<std::string> parts{std::string("SMARTARRAY_DEVICE_BUDGET='") + value + "'",
+                                       "4 KiB to 1 EiB"};
+  expect_error<sa::logic_error>([] { (void)sa::device_budget(); }, parts);
+  expect_error<sa::logic_error>([] { sa::set_device_budget(sa::min_device_budget); }, parts);
+  const auto values = random_values<int>(2500);
+  SmartArray<int> a(values);
+  {
+    sa::ExpectTransfers nothing({});
+    expect_error<sa::logic_error>([&] { (void)a.device_view(); }, parts);
+  }
+  EXPECT_TRUE(a.is_valid(Side::host));
+  EXPECT_FALSE(a.is_valid(Side::device));
+  EXPECT_EQ(std::vector<int>(std::as_const(a).begin(), std::as_const(a).end()), values);
 }
 
 // Case 13: a trace setting that is neither a switch nor a file that can be opened is an error.

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <new>
 #include <string>
+#include <utility>
 
 namespace sa = smartarray;
 using sa::SmartArray;
@@ -222,6 +223,42 @@ TYPED_TEST(CcclDeviceStorage, NothingLeftToEvictThrowsOutOfMemoryAndKeepsTheArra
   }
   EXPECT_EQ(budget.live, 0U);
   EXPECT_TRUE(a.is_valid(sa::Side::host));
+  EXPECT_EQ(host_copy(a), values);
+}
+
+// A hook that reports bytes it did not free gets one round: nothing came back through the
+// adaptor, so the allocation throws. (The hook stops lying after `rounds_cap` rounds, so that an
+// adaptor that retried forever fails the test instead of hanging it.)
+TEST(CcclDeviceResource, AHookThatReportsBytesItDidNotFreeEndsTheRetries) {
+  Budget budget{block_bytes};
+  sa::CcclDeviceResource resource{StreamFirstResource{&budget}};
+  sa::Stream stream;
+  void* held = resource.allocate(stream, block_bytes);  // another user fills the resource
+  constexpr int rounds_cap = 1000;
+  int rounds = 0;
+  const auto lie = resource.add_eviction_hook([&](std::size_t needed) -> std::size_t {
+    return ++rounds < rounds_cap ? needed : 0;
+  });
+  const auto values = random_values<float>(n);
+  SmartArray<float> a(values, sa::ArrayOptions{.device_resource = &resource});
+  {
+    sa::ExpectTransfers nothing({});
+    try {
+      (void)std::as_const(a).device_view(stream);
+      ADD_FAILURE() << "the resource has no room";
+    } catch (const sa::out_of_memory& error) {
+      const std::string expected = "CCCL resource allocate of " + std::to_string(block_bytes);
+      EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_EQ(rounds, 1);
+  EXPECT_FALSE(device_valid(a));
+  resource.remove_eviction_hook(lie);
+  resource.deallocate(stream, held, block_bytes);
+  {
+    sa::ExpectTransfers upload({.h2d = 1, .h2d_bytes = block_bytes});
+    (void)std::as_const(a).device_view(stream);
+  }
   EXPECT_EQ(host_copy(a), values);
 }
 

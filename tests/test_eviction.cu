@@ -1,6 +1,7 @@
 // Eviction of device copies when a pool runs out: each pool's out-of-memory chain evicts exactly
 // the arrays whose device buffers it holds (least recently used first, clean copies before dirty
-// ones), whether the pool is the default one or the user's. Both backends.
+// ones), whether the pool is the default one or the user's, and only while eviction gives memory
+// back. Both backends.
 #include "support/test_support.hpp"
 
 #include "support/array_pool.hpp"
@@ -14,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace sa = smartarray;
@@ -148,4 +150,41 @@ TEST(Eviction, FreedBlocksSpreadOverChunksLeadToAnotherRoundOfEviction) {
   EXPECT_FALSE(device_valid(d));
   EXPECT_TRUE(device_valid(a));
   EXPECT_EQ(host_copy(b), b_values);
+}
+
+// A hook that reports bytes it did not free gets one round: the pool's free space did not grow, so
+// the allocation throws naming the request, and the array stays as it was. (The hook stops lying
+// after `rounds_cap` rounds, so that a pool that retried forever fails the test instead of hanging
+// it.)
+TEST(Eviction, AHookThatReportsBytesItDidNotFreeEndsTheRetries) {
+  ArrayPool pooled(1, "lied-to pool");
+  sa::Stream stream;
+  void* held = pooled.pool.allocate(stream, block_bytes);  // another user fills the pool
+  constexpr int rounds_cap = 1000;
+  int rounds = 0;
+  const auto lie = pooled.pool.add_eviction_hook([&](std::size_t needed) -> std::size_t {
+    return ++rounds < rounds_cap ? needed : 0;
+  });
+  const auto values = random_values<float>(n);
+  SmartArray<float> a(values, pooled.arrays);
+  {
+    sa::ExpectTransfers nothing({});
+    try {
+      (void)a.device_view(Access::read, stream);
+      ADD_FAILURE() << "the pool has no room";
+    } catch (const sa::out_of_memory& error) {
+      const std::string expected = "lied-to pool allocate of " + std::to_string(block_bytes);
+      EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_EQ(rounds, 1);
+  EXPECT_TRUE(a.is_valid(sa::Side::host));
+  EXPECT_FALSE(device_valid(a));
+  pooled.pool.remove_eviction_hook(lie);
+  pooled.pool.deallocate(stream, held, block_bytes);
+  {
+    sa::ExpectTransfers upload({.h2d = 1, .h2d_bytes = block_bytes});
+    (void)std::as_const(a).device_view(stream);
+  }
+  EXPECT_EQ(host_copy(a), values);
 }

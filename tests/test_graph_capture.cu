@@ -1,5 +1,6 @@
 // Graphs (sa::capture) inside the capture: what it refuses (host access of what the graph writes,
-// host waits, the default stream, managed arrays, the pool's out-of-memory path, a second device),
+// host waits, the default stream, managed arrays, the pool's out-of-memory path,
+// release_device_memory, destroying a captured stream, a second device),
 // what an error leaves (residency and the stream as they were), and what it holds: temporaries
 // reserved for the graph, adapters, slices, an escaping reduction, sa::launch and Thrust (cuda
 // backend), and arrays kept from eviction. Both backends.
@@ -20,6 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -63,6 +66,29 @@ void expect_capture_error(sa::Stream& stream, SmartArray<u32>& y, const std::vec
   SmartArray<u32> probe(ys);
   sa::transform(probe, Axpy{2}, probe, 1U, stream);
   EXPECT_EQ(host_copy(probe), axpy(2, ys, std::vector<u32>(n, 1U), 1));
+}
+
+/// Runs `fn` as a capture that must fail with logic_error naming `call` and where the capture was
+/// opened, having copied nothing.
+template <typename Fn>
+void expect_refused_in_capture(sa::Stream& stream, Fn fn, const std::string& call) {
+  const sa::source_location opened = sa::source_location::current();
+  sa::ExpectTransfers nothing({});
+  try {
+    (void)sa::capture(stream, fn, opened);
+    ADD_FAILURE() << "the capture must refuse " << call;
+  } catch (const sa::logic_error& error) {
+    const std::string named = call + " inside sa::capture (opened at " + opened.file_name() + ":" +
+                              std::to_string(opened.line());
+    EXPECT_NE(std::string(error.what()).find(named), std::string::npos) << error.what();
+  }
+}
+
+/// The handle as the library prints it ("0x...").
+std::string printed(sa::StreamRef stream) {
+  std::ostringstream text;
+  text << stream.handle();
+  return text.str();
 }
 
 }  // namespace
@@ -136,26 +162,73 @@ TEST(Graphs, CapturesRefuseTheDefaultStreamAndManagedArrays) {
   EXPECT_EQ(host_copy(managed), xs);
 }
 
-TEST(Graphs, PoolGrowthThatWouldEvictInsideACaptureThrows) {
-  sa::test::ArrayPool pooled(1, "graph pool");
-  const sa::ArrayOptions& in_pool = pooled.arrays;
+// The pool's out-of-memory chain is refused before its first step: the clean copy that eviction
+// would drop stays.
+TEST(Graphs, PoolGrowthThatWouldEvictInsideACaptureIsRefusedBeforeItEvicts) {
+  sa::test::ArrayPool pooled(1, "full pool");
   const auto values = random_values<u32>(sa::test::ArrayPool::block_bytes / sizeof(u32));
-  SmartArray<u32> a(values, in_pool);
-  SmartArray<u32> b(values, in_pool);
+  const auto b_values = random_values<u32>(values.size());
+  SmartArray<u32> clean(values, pooled.arrays);
+  SmartArray<u32> b(b_values, pooled.arrays);
   sa::Stream stream;
-  try {
-    (void)sa::capture(stream, [&](sa::StreamRef s) {
-      sa::transform(a, Axpy{2}, a, 1U, s);
-      sa::transform(b, Axpy{2}, b, 1U, s);
-    });
-    FAIL() << "the second buffer does not fit the pool";
-  } catch (const sa::logic_error& error) {
-    EXPECT_NE(std::string(error.what()).find("graph pool out of memory"), std::string::npos)
-        << error.what();
-    EXPECT_NE(std::string(error.what()).find("inside sa::capture"), std::string::npos);
+  (void)std::as_const(clean).device_view(stream);  // fills the pool
+  stream.synchronize();
+  expect_refused_in_capture(
+      stream, [&](sa::StreamRef s) { sa::transform(b, Axpy{2}, b, 1U, s); },
+      "full pool out of memory for " + std::to_string(sa::test::ArrayPool::block_bytes) +
+          " bytes");
+  EXPECT_TRUE(clean.is_valid(sa::Side::device));
+  EXPECT_FALSE(b.is_valid(sa::Side::device));
+  EXPECT_EQ(host_copy(b), b_values);
+  EXPECT_EQ(host_copy(clean), values);
+}
+
+TEST(Graphs, ReleaseDeviceMemoryInsideACaptureIsRefusedBeforeItEvicts) {
+  RandomPair pair;
+  auto& [xs, ys, x, y] = pair;
+  sa::Stream stream;
+  (void)std::as_const(x).device_view(stream);  // a clean copy, the first to be evicted
+  stream.synchronize();
+  constexpr std::size_t wanted = std::size_t{1} << 40;
+  expect_refused_in_capture(
+      stream,
+      [&](sa::StreamRef s) {
+        sa::transform(y, Axpy{2}, y, 1U, s);
+        (void)sa::release_device_memory(wanted);
+      },
+      "release_device_memory(" + std::to_string(wanted) + ", device 0)");
+  EXPECT_TRUE(x.is_valid(sa::Side::device));
+  EXPECT_FALSE(y.is_valid(sa::Side::device));
+  {
+    sa::ExpectTransfers y_only({.h2d = 1, .h2d_bytes = n * sizeof(u32)});
+    sa::transform(y, Axpy{2}, x, y, stream);
   }
-  EXPECT_EQ(host_copy(a), values);
-  EXPECT_EQ(host_copy(b), values);
+  EXPECT_EQ(host_copy(y), axpy(2, xs, ys, 1));
+}
+
+// A Stream destroyed inside the capture cannot throw: a captured stream is kept, untouched, until
+// the capture ends, which then fails naming it; it is destroyed after.
+TEST(Graphs, AStreamOfTheCaptureDestroyedInsideItIsKeptUntilTheCaptureFails) {
+  RandomPair pair;
+  auto& [xs, ys, x, y] = pair;
+  sa::Stream stream;
+  std::optional<sa::Stream> side(std::in_place);
+  const sa::StreamRef kept = *side;
+  expect_refused_in_capture(
+      stream,
+      [&](sa::StreamRef s) {
+        sa::transform(y, Axpy{2}, x, y, s);
+        sa::transform(x, Axpy{3}, x, 1U, *side);  // side joins the capture
+        side.reset();
+      },
+      "destroying Stream " + printed(kept));
+  EXPECT_THROW(sa::fill(x, 1U, kept), sa::logic_error);
+  EXPECT_FALSE(x.is_valid(sa::Side::device));
+  EXPECT_FALSE(y.is_valid(sa::Side::device));
+  EXPECT_EQ(host_copy(x), xs);
+  sa::Graph graph = capture_chain(stream, x, y, 2);
+  graph.launch(stream);
+  EXPECT_EQ(host_copy(y), axpy(2, xs, ys, 10));
 }
 
 // A pool with room grows from its upstream during a capture (a plain allocation, kept by the

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -140,6 +141,41 @@ TEST(Graphs, LaunchRefusesAResizedArrayAndLeavesItIntact) {
   EXPECT_EQ(host_copy(y), expected);
   EXPECT_EQ(host_copy(x), xs);
   EXPECT_EQ(graph.launches(), 1U);
+}
+
+// x is bound first and stale on the device, y is bound second and resized: the launch checks both
+// before it uploads x, so it copies nothing; with y's old size back, the graph replays.
+TEST(Graphs, LaunchChecksEveryArrayBeforeAnyFixUpCopy) {
+  RandomPair pair;
+  auto& [xs, ys, x, y] = pair;
+  y.set_label("resized");
+  sa::Stream stream;
+  sa::Graph graph = capture_chain(stream, x, y, 3);
+  graph.launch(stream);
+  const auto new_xs = random_values<u32>(n);
+  std::ranges::copy(new_xs, x.host_view(Access::discard).begin());
+  y.push_back(sa::test::random_value<u32>());
+  const sa::TransferStats x_before = x.transfer_stats();
+  {
+    sa::ExpectTransfers nothing({});
+    try {
+      graph.launch(stream);
+      FAIL() << "a resized array must make launch throw";
+    } catch (const sa::logic_error& error) {
+      EXPECT_NE(std::string(error.what()).find("\"resized\" was resized from"), std::string::npos)
+          << error.what();
+    }
+  }
+  EXPECT_EQ(x.transfer_stats().h2d_count, x_before.h2d_count);
+  EXPECT_FALSE(x.is_valid(sa::Side::device));
+  EXPECT_EQ(graph.launches(), 1U);
+  y.pop_back();
+  {
+    sa::ExpectTransfers x_only({.h2d = 1, .h2d_bytes = n * sizeof(u32)});
+    graph.launch(stream);
+  }
+  EXPECT_EQ(host_copy(y), axpy(3, new_xs, axpy(3, xs, ys, 10), 10));
+  EXPECT_EQ(host_copy(x), new_xs);
 }
 
 TEST(Graphs, LaunchRefusesADestroyedOrMovedArray) {

@@ -179,6 +179,11 @@ void ArrayCore::check_binding(const GraphBinding& binding) const {
                      "reallocated, moved, swapped or assigned to since); capture the graph again");
 }
 
+void ArrayCore::check_replay(const GraphBinding& binding) const {
+  std::lock_guard lock(mutex_);
+  check_binding(binding);
+}
+
 bool ArrayCore::prepare_replay(const GraphBinding& binding, StreamRef stream,
                                const smartarray::source_location& where) {
   const int device = binding.device;

@@ -1,11 +1,17 @@
 // Out-of-core access (core/detail/chunked_access.hpp): the streams, the chunk size, the chunks'
 // buffers and the ordering of a chunked call.
 #include <smartarray/core/detail/chunked_access.hpp>
+#include <smartarray/core/array_options.hpp>
+#include <smartarray/memory/default_resources.hpp>
 #include <smartarray/error.hpp>
 
 #include <mutex>
 
 namespace smartarray::detail {
+
+// The memory layer cannot see tiles: the smallest budget it accepts is stated there as a number.
+static_assert(min_device_budget == TileSize::min_bytes,
+              "the smallest device budget is one tile of the smallest size");
 
 std::array<StreamRef, chunk_slots> chunk_streams(int device) {
   // Made once per device and never destroyed: chunked calls may run until the process ends.

@@ -94,15 +94,18 @@ void Graph::launch(StreamRef stream, smartarray::source_location where) {
                        " of device ", rt.stream_device(on), ": the graph was captured on device ",
                        impl_->device);
   }
-  // Each array is checked before its fix-up; a failure leaves the arrays before it with more
-  // valid bytes, never fewer, and the graph's writes uncommitted.
-  std::vector<bool>& commit = impl_->commit;
-  for (std::size_t i = 0; i < impl_->bindings.size(); ++i) {
-    const detail::GraphBinding& binding = impl_->bindings[i];
+  // Every array is checked before the first fix-up copy, so that a refused launch copies nothing.
+  for (const detail::GraphBinding& binding : impl_->bindings) {
     SMARTARRAY_EXPECTS(binding.token->alive.load(std::memory_order_acquire), logic_error,
                        binding.name, " was destroyed since the graph was captured; capture the "
                        "graph again");
-    commit[i] = binding.array->prepare_replay(binding, on, where);
+    binding.array->check_replay(binding);
+  }
+  // A fix-up that fails (a copy, or an array changed by another thread since the check) leaves
+  // the arrays before it with more valid bytes, never fewer, and the graph's writes uncommitted.
+  std::vector<bool>& commit = impl_->commit;
+  for (std::size_t i = 0; i < impl_->bindings.size(); ++i) {
+    commit[i] = impl_->bindings[i].array->prepare_replay(impl_->bindings[i], on, where);
   }
   rt.launch_graph(impl_->handle, on);
   ++impl_->launches;
@@ -173,6 +176,7 @@ CaptureSession::~CaptureSession() {
   for (const KeptBlock& block : state_->runtime_side.kept_blocks) {
     block.resource->deallocate(block.stream, block.ptr, block.bytes, block.alignment);
   }
+  release_kept_streams(state_->runtime_side);
 }
 
 StreamRef CaptureSession::stream() const noexcept { return state_->runtime_side.origin; }
@@ -190,16 +194,21 @@ Graph CaptureSession::finish() {
                        "it: no array holds the data the graph reads at its replays");
     }
   }
+  if (!failure.empty()) {
+    failure = concat("sa::capture at ", state.runtime_side.file, ":", state.runtime_side.line,
+                     ": ", failure);
+  } else {
+    failure = state.runtime_side.failure;  // names the capture already
+  }
   // Whatever happens next, the capture is over; on an error the destructor puts the arrays
-  // back and releases the kept blocks.
+  // back and releases the kept blocks and streams.
   join_back(state.runtime_side);
   state.close();
   impl->handle = rt.end_capture(state.runtime_side.origin);
   if (!failure.empty()) {
     rt.destroy_graph(impl->handle);
     impl->handle = nullptr;
-    throw logic_error(concat("sa::capture at ", state.runtime_side.file, ":",
-                             state.runtime_side.line, ": ", failure));
+    throw logic_error(failure);
   }
   for (CapturedArray& entry : state.arrays.arrays()) {
     if (entry.released) continue;  // a temporary of the graph: its buffer is a kept block

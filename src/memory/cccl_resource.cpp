@@ -6,6 +6,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <cstdint>
 #include <new>
 #include <string>
 
@@ -42,12 +44,16 @@ void* CcclDeviceResource::do_allocate(StreamRef stream, std::size_t bytes, std::
           "making room would evict device copies, which a capture cannot do; free or reserve "
           "device memory before the capture");
     }
-    const bool released = run_eviction_hooks(bytes, [] { return false; });
-    if (!released) {
+    // What the hooks report is not evidence: only blocks given back through this adaptor are,
+    // so a hook that reports bytes it did not free ends the retries instead of repeating them
+    // forever.
+    const std::uint64_t given_back_before = given_back_.load(std::memory_order_relaxed);
+    const bool reported = run_eviction_hooks(bytes, [] { return false; });
+    if (!reported || given_back_.load(std::memory_order_relaxed) == given_back_before) {
       throw out_of_memory(detail::concat(
           "CCCL resource ", host ? "allocate_sync" : "allocate", " of ", bytes, " bytes",
           host ? std::string(" for the host") : detail::concat(" on stream ", stream.handle()),
-          ": out of memory, and no device copy is left to evict; the resource said: ",
+          ": out of memory, and the eviction hooks gave nothing back; the resource said: ",
           failure));
     }
     // The evicted copies went back to the upstream on their own streams: wait for them, so that
@@ -60,6 +66,7 @@ void CcclDeviceResource::do_deallocate(StreamRef stream, void* ptr, std::size_t 
                                        std::size_t alignment, bool host) noexcept {
   if (ptr == nullptr) return;
   deallocate_(upstream_, as_cuda(stream), ptr, bytes, alignment, host);
+  given_back_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 }  // namespace smartarray

@@ -41,8 +41,8 @@ struct PooledStack {
 
 /// SMARTARRAY_DEVICE_BUDGET: bytes, or a number followed by K, M, G or T; none when unset.
 std::optional<std::size_t> budget_from_environment() {
-  return detail::environment_number("SMARTARRAY_DEVICE_BUDGET", 1, std::uint64_t{1} << 60,
-                                    detail::EnvUnit::bytes);
+  return detail::environment_number("SMARTARRAY_DEVICE_BUDGET", min_device_budget,
+                                    max_device_budget, detail::EnvUnit::bytes);
 }
 
 /// The device pools, one per device, each made on first use.
@@ -98,6 +98,10 @@ std::size_t device_budget(int device) {
 
 void set_device_budget(std::optional<std::size_t> bytes, int device) {
   check_device(device);
+  SMARTARRAY_EXPECTS(!bytes || (*bytes >= min_device_budget && *bytes <= max_device_budget),
+                     logic_error, "set_device_budget(", bytes.value_or(0), ", device ", device,
+                     "): a budget must be from ", min_device_budget, " bytes (4 KiB, one tile) to ",
+                     max_device_budget, " bytes (1 EiB), or none for the device's memory");
   device_stack(device).pool.set_maximum_size(bytes);
 }
 

@@ -133,6 +133,11 @@ void PoolResource::State::settle() {
   for (const Pending& wait : pending) share_completed_locked(wait.stream, wait.up_to);
 }
 
+std::size_t PoolResource::State::free_bytes() const {
+  const std::lock_guard lock(mutex);
+  return reserved - in_use;
+}
+
 char* PoolResource::State::evict_and_search(StreamRef stream, std::size_t size,
                                             std::size_t wanted, bool host, bool& any_released) {
   char* block = nullptr;
@@ -176,16 +181,20 @@ void* PoolResource::State::allocate_out_of_memory(StreamRef stream, std::size_t 
   // round asks for `size`; a later one (freed blocks that were spread over chunks holding live
   // blocks made no room) for one more copy at a time, so that no more is evicted than needed.
   for (std::size_t wanted = size;; wanted = 1) {
+    const std::size_t free_before = free_bytes();
     bool any_released = false;
     if (char* block = evict_and_search(stream, size, wanted, host, any_released)) return block;
     if (any_released) settle();
     // 3. Whole free chunks go back, so that growth may get one contiguous chunk instead.
     const std::lock_guard lock(mutex);
     if (char* block = search_locked(stream, size, host)) return block;
+    // What the hooks report is not evidence: only bytes that came back into the pool are, so a
+    // hook that reports bytes it did not free ends the retries instead of repeating them forever.
+    const bool made_room = any_released && reserved - in_use > free_before;
     release_free_chunks_locked();
     if (grow_locked(size)) return take_locked(shared_free, size);
-    // 4. Nothing left to try once the hooks release nothing more.
-    if (!any_released) throw out_of_memory(out_of_memory_message_locked(stream, bytes, host));
+    // 4. Nothing left to try once a round of hooks gives nothing back.
+    if (!made_room) throw out_of_memory(out_of_memory_message_locked(stream, bytes, host));
   }
 }
 

@@ -125,8 +125,8 @@ struct PoolResource::State {
   std::size_t cached_bytes = 0;
   std::string last_upstream_failure;  ///< why growth last failed, for the out-of-memory message
 
-  // --- the helpers below need `mutex` held, except settle(), evict_and_search() and
-  // allocate_out_of_memory(), which take it themselves ---
+  // --- the helpers below need `mutex` held, except settle(), free_bytes(), evict_and_search()
+  // and allocate_out_of_memory(), which take it themselves ---
 
   // Free lists, size stacks and the search (memory/pool_allocation.cpp).
 
@@ -181,6 +181,8 @@ struct PoolResource::State {
   /// Waits for the work queued so far on every stream that released blocks, then shares the
   /// blocks released before the wait. The pool stays usable by other threads meanwhile.
   void settle();
+  /// Bytes reserved from upstream and not handed out (takes `mutex`).
+  [[nodiscard]] std::size_t free_bytes() const;
   /// Calls the eviction hooks, asking each for `wanted` bytes, until a block of `size` is free;
   /// the block, or nullptr.
   char* evict_and_search(StreamRef stream, std::size_t size, std::size_t wanted, bool host,

@@ -1,16 +1,54 @@
 // The backend seam's part of stream capture: what the runtime refuses while the calling thread
-// captures (host waits on captured work), and the bookkeeping of events recorded in a capture.
+// captures (host waits on captured work, destroying a captured stream), and the bookkeeping of
+// events recorded in a capture.
 #include <smartarray/runtime/detail/capture.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/diagnostics/observability.hpp>
 #include <smartarray/error.hpp>
 
+#include <exception>
+#include <iostream>
+#include <utility>
+
 namespace smartarray::detail {
 
-void refuse_in_capture(const char* call, const char* why) {
+std::string capture_refusal(const char* call, const char* why) {
   const CaptureState* const capture = active_capture();
-  throw logic_error(concat(call, " inside sa::capture (opened at ", capture->file, ":",
-                           capture->line, " on stream ", capture->origin.handle(), "): ", why));
+  return concat(call, " inside sa::capture (opened at ", capture->file, ":", capture->line,
+                " on stream ", capture->origin.handle(), "): ", why);
+}
+
+void refuse_in_capture(const char* call, const char* why) {
+  throw logic_error(capture_refusal(call, why));
+}
+
+bool keep_stream_until_capture_ends(StreamRef stream) noexcept {
+  CaptureState* const capture = active_capture();
+  if (capture == nullptr) return false;
+  try {
+    if (!runtime().is_capturing(stream)) return false;
+  } catch (const std::exception&) {  // not a live stream: no part of the capture
+    return false;
+  }
+  // Draining it would wait for work that has not run, and destroying it would end the capture
+  // of its work: either breaks the graph. Nothing is done to it until the capture is over.
+  try {
+    capture->kept_streams.push_back(stream);
+    if (capture->failure.empty()) {
+      capture->failure = capture_refusal(
+          concat("destroying Stream ", stream.handle()).c_str(),
+          "the stream is part of the capture, and its work has not run; destroy it after "
+          "sa::capture returns (it was kept until the capture ended)");
+    }
+  } catch (const std::exception& error) {  // no memory to keep it: leaked, still captured
+    std::cerr << "smartarray: destroying captured stream " << stream.handle()
+              << " inside sa::capture: " << error.what() << "; the stream is leaked\n";
+  }
+  return true;
+}
+
+void release_kept_streams(CaptureState& capture) noexcept {
+  for (const StreamRef stream : std::exchange(capture.kept_streams, {})) release_stream(stream);
 }
 
 void join_capture(StreamRef stream) {

@@ -1,6 +1,7 @@
 // The backend seam's common half: backend selection, the counted and fault-injectable wrappers
 // around each backend's do_* functions, recycled events, and the public stream API.
 #include <smartarray/runtime/detail/runtime.hpp>
+#include <smartarray/runtime/detail/capture.hpp>
 #include <smartarray/detail/environment.hpp>
 #include <smartarray/diagnostics/debug.hpp>
 #include <smartarray/error.hpp>
@@ -533,20 +534,19 @@ Device stream_device(StreamRef stream) { return Device{detail::runtime().stream_
 Stream::Stream() : ref_(detail::runtime().create_stream()) {}
 Stream::Stream(Device device) : ref_(detail::runtime().create_stream(device.ordinal)) {}
 Device Stream::device() const { return stream_device(ref_); }
-namespace {
-/// Drains a stream, forgets it, then destroys it.
+namespace detail {
 void release_stream(StreamRef stream) noexcept {
-  if (stream.is_default()) return;
+  if (stream.is_default() || keep_stream_until_capture_ends(stream)) return;
   try {
-    detail::runtime().synchronize(stream);
+    runtime().synchronize(stream);
   } catch (const std::exception& error) {
     std::cerr << "smartarray: draining stream " << stream.handle() << " failed: " << error.what()
               << "\n";
   }
-  detail::forget_drained_stream(stream);
-  detail::runtime().destroy_stream(stream);
+  forget_drained_stream(stream);
+  runtime().destroy_stream(stream);
 }
-}  // namespace
+}  // namespace detail
 
 void forget_stream(StreamRef stream) {
   if (stream.is_default()) return;
@@ -554,11 +554,11 @@ void forget_stream(StreamRef stream) {
   detail::forget_drained_stream(stream);
 }
 
-Stream::~Stream() { release_stream(ref_); }
+Stream::~Stream() { detail::release_stream(ref_); }
 Stream::Stream(Stream&& other) noexcept : ref_(other.ref_) { other.ref_ = StreamRef{}; }
 Stream& Stream::operator=(Stream&& other) noexcept {
   if (this != &other) {
-    release_stream(ref_);
+    detail::release_stream(ref_);
     ref_ = other.ref_;
     other.ref_ = StreamRef{};
   }

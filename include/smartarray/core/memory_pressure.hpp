@@ -36,7 +36,8 @@ struct DeviceMemoryRelease {
  * system: `returned_bytes` says what the system got.
  * @param bytes the bytes wanted.
  * @param device the device ordinal.
- * @throws logic_error for an ordinal that is not a device of the active backend.
+ * @throws logic_error for an ordinal that is not a device of the active backend, and inside
+ *         `sa::capture` (naming where the capture was opened), before anything is evicted.
  * @throws cuda_error when writing back a dirty copy or waiting for pending frees fails.
  */
 DeviceMemoryRelease release_device_memory(std::size_t bytes, int device = 0);

@@ -15,10 +15,13 @@
  *    read copies back exactly them, and only when it reads.
  * A replay with nothing stale makes no copy and no host wait.
  *
- * Inside the capture, these throw `logic_error` naming the call: a host access of an array the
- * graph writes, a host wait on captured work (`synchronize`), an allocation that would take the
- * pool's out-of-memory path (waits and eviction), device work on a stream that is not captured or
- * on another device, and arrays in the mapped or managed mode. Temporaries that the captured calls
+ * Inside the capture, these throw `logic_error` naming the call and where the capture was opened,
+ * before they change anything: a host access of an array the graph writes, a host wait on
+ * captured work (`synchronize`), an allocation that would take the pool's out-of-memory path
+ * (waits and eviction), `release_device_memory`, device work on a stream that is not captured or
+ * on another device, and arrays in the mapped or managed mode. A `Stream` of the capture destroyed
+ * inside `fn` cannot throw: its stream is kept alive, untouched, until the capture ends, and then
+ * `sa::capture` throws `logic_error` naming it. Temporaries that the captured calls
  * allocate and release (a `map` result, CUB's scratch) come from the pool at capture time and stay
  * reserved for the graph until it is destroyed. An exception thrown inside `fn` ends the capture,
  * leaves the stream usable and every array's residency as it was.

@@ -38,8 +38,10 @@
 #include <smartarray/memory/evictable_resource.hpp>
 #include <smartarray/memory/memory_resource.hpp>
 
+#include <atomic>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -146,8 +148,9 @@ concept cccl_stream_resource =
  * An lvalue is referred to and must outlive the adaptor; an rvalue (a resource ref, a shared RMM
  * resource handle) is moved into it. When the upstream throws `std::bad_alloc`, the eviction hooks
  * run (SmartArray's drops the device copies this adaptor holds) and the request is retried; once
- * the hooks release nothing, `out_of_memory` names the request and the upstream's message. Other
- * exceptions pass through unchanged.
+ * a round of hooks gives nothing back through this adaptor (whatever they report),
+ * `out_of_memory` names the request and the upstream's message. Other exceptions pass through
+ * unchanged.
  */
 class CcclDeviceResource final : public EvictableResource {
  public:
@@ -211,6 +214,8 @@ class CcclDeviceResource final : public EvictableResource {
 
   void* upstream_ = nullptr;
   std::shared_ptr<void> owned_;
+  /// Bytes ever given back through this adaptor: whether a round of eviction hooks freed any.
+  std::atomic<std::uint64_t> given_back_{0};
   void* (*allocate_)(void*, StreamRef, std::size_t, std::size_t, bool) = nullptr;
   void (*deallocate_)(void*, StreamRef, void*, std::size_t, std::size_t, bool) noexcept = nullptr;
 };

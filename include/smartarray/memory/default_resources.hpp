@@ -39,6 +39,13 @@ namespace smartarray {
  */
 [[nodiscard]] PoolResource& default_device_pool(int device = 0);
 
+/// @brief The smallest device budget, 4 KiB: one tile of the smallest size (`TileSize`), the unit
+///        in which arrays move. A smaller budget holds no tile of any array.
+inline constexpr std::size_t min_device_budget = std::size_t{4} << 10;
+/// @brief The largest device budget, 1 EiB (2^60 bytes): far above any device, and still far
+///        from overflowing the pool's arithmetic.
+inline constexpr std::size_t max_device_budget = std::size_t{1} << 60;
+
 /**
  * @brief The device budget: the most memory the built-in device pool may hold (its maximum size),
  *        or, when none was set, the device's total memory.
@@ -46,18 +53,25 @@ namespace smartarray {
  * `transform`, `map`, `reduce`, `fill` and `copy` run a call whose arrays need more device
  * memory than this in chunks (docs/residency.md); `launch` refuses such a call with
  * `out_of_memory`. `SMARTARRAY_DEVICE_BUDGET` sets it when the pool is built: a number of bytes,
- * or one followed by K, M or G (powers of 1024). On the host backend the device's memory is
+ * or one followed by K, M, G or T (powers of 1024), from `min_device_budget` to
+ * `max_device_budget` (4 KiB to 1 EiB). On the host backend the device's memory is
  * `SMARTARRAY_HOST_DEVICE_MEMORY`.
  * `SMARTARRAY_DEVICE_BUDGET` applies to every device.
  * @param device the device ordinal.
- * @throws logic_error when SMARTARRAY_DEVICE_BUDGET is not a size.
+ * @throws logic_error naming the variable, its value and the range when SMARTARRAY_DEVICE_BUDGET
+ *         is not a size in that range (and so does every call that builds the pool, until it is
+ *         fixed).
  */
 [[nodiscard]] std::size_t device_budget(int device = 0);
 /**
- * @brief Sets the device budget: the maximum size of the built-in device pool. Memory it holds
- *        above a lowered budget stays until trimmed or evicted; the pool only stops growing.
- * @param bytes the budget; none (the device's memory) when empty.
+ * @brief Sets the device budget: the maximum size of the built-in device pool, rounded down to
+ *        the pool's granularity (256 bytes). Memory it holds above a lowered budget stays until
+ *        trimmed or evicted; the pool only stops growing.
+ * @param bytes the budget, from `min_device_budget` to `max_device_budget` (4 KiB to 1 EiB);
+ *        none (the device's memory) when empty.
  * @param device the device ordinal.
+ * @throws logic_error naming `bytes` and the range when it lies outside it; the budget is then
+ *         unchanged.
  */
 void set_device_budget(std::optional<std::size_t> bytes, int device = 0);
 

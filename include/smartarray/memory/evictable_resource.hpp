@@ -41,6 +41,8 @@ class EvictableResource : public MemoryResource {
    * this resource. A hook that allocates from this resource on the same thread gets no second round
    * of hooks.
    * @param hook returns the bytes it released; it should stop once `bytes_needed` are released.
+   *        The resource retries only while a round of hooks gives memory back to it: a hook that
+   *        reports bytes it did not free gets no further round.
    * @return an id for `remove_eviction_hook`.
    */
   EvictionHookId add_eviction_hook(EvictionHook hook);

@@ -20,7 +20,9 @@
  *   `PoolOptions`). When growth fails (upstream out of memory, or the hard limit), the pool waits
  *   for its pending stream-ordered releases and searches again, then calls the eviction hooks
  *   (`EvictableResource`; they run after the pending releases were waited for), then returns wholly
- *   free chunks and grows again, and only then throws `out_of_memory`.
+ *   free chunks and grows again. It repeats the hooks while a round of them gives bytes back to
+ *   the pool, and throws `out_of_memory` after the first round that gives back nothing, whatever
+ *   the hooks report.
  *
  * Every member is thread-safe.
  */

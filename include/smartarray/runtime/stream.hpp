@@ -71,6 +71,10 @@ class StreamRef {
 
 /**
  * @brief An owning stream of the active backend. Destroying it waits for its work.
+ *
+ * Destroyed inside `sa::capture` while its stream is part of the capture, it leaves the stream
+ * alone until the capture ends (its work has not run), and the capture then throws `logic_error`
+ * naming it (graph/graph.hpp).
  */
 class Stream {
  public:

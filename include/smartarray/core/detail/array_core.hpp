@@ -322,6 +322,9 @@ class ArrayCore {
   void end_capture(CapturedArray& entry) noexcept;
   /// The token that the graphs binding this array hold (made at the first binding).
   [[nodiscard]] std::shared_ptr<GraphToken> graph_token();
+  /// Before any fix-up copy of a replay: throws logic_error naming what changed when the array is
+  /// no longer as the graph bound it.
+  void check_replay(const GraphBinding& binding) const;
   /// Before a replay on `stream`: checks that the array is as the graph bound it (logic_error
   /// naming what changed, and nothing changes), copies the stale bytes of the graph's reads to
   /// its device, and orders `stream` after the pending work on that device copy. Returns whether

@@ -4,9 +4,10 @@
  * sees it.
  *
  * While a thread captures, the runtime refuses host waits on captured work, memory resources
- * keep every block released on that thread for the graph (its temporaries), and pools do not
- * take the out-of-memory path (which synchronizes and evicts). The graph layer opens and closes
- * the capture; the layers below only look at `active_capture()`, one thread-local load.
+ * keep every block released on that thread for the graph (its temporaries), pools do not take
+ * the out-of-memory path (which synchronizes and evicts), and a captured stream whose `Stream` is
+ * destroyed stays alive until the capture ends, which then fails. The graph layer opens and
+ * closes the capture; the layers below only look at `active_capture()`, one thread-local load.
  */
 #pragma once
 
@@ -14,6 +15,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -51,6 +53,12 @@ struct CaptureState {
   std::unordered_set<const void*> captured_events;
   /// The streams that joined the capture through join_capture(), joined back at its end.
   std::vector<StreamRef> joined;
+  /// Captured streams whose `Stream` was destroyed inside the capture: destroying one would end
+  /// its part of the capture, so it lives until release_kept_streams().
+  std::vector<StreamRef> kept_streams;
+  /// A refusal that could not be thrown where it happened (in a destructor): the capture fails
+  /// with it when it ends.
+  std::string failure;
 };
 
 /// The capture of the calling thread (set by the graph layer), or nullptr.
@@ -66,5 +74,15 @@ void join_back(CaptureState& capture);
 
 /// Throws logic_error naming `call` and the open capture: `call` cannot run inside one.
 [[noreturn]] void refuse_in_capture(const char* call, const char* why);
+/// The message of refuse_in_capture(), for a refusal that cannot throw.
+[[nodiscard]] std::string capture_refusal(const char* call, const char* why);
+
+/// Called by a `Stream` about to be destroyed on a thread that captures: when `stream` is part of
+/// the capture, keeps it alive until the capture ends and makes the capture fail, and returns
+/// true (the caller must leave the stream alone). False otherwise.
+[[nodiscard]] bool keep_stream_until_capture_ends(StreamRef stream) noexcept;
+/// Drains and destroys the streams that keep_stream_until_capture_ends() kept, once the capture
+/// has ended (the thread's capture state is cleared).
+void release_kept_streams(CaptureState& capture) noexcept;
 
 }  // namespace smartarray::detail

@@ -282,6 +282,9 @@ std::uint64_t subscribe_to_forgotten_streams(std::function<void(StreamRef)> on_f
 void unsubscribe_from_forgotten_streams(std::uint64_t id) noexcept;
 /// Tells every subscriber that `stream` is forgotten, then retires it.
 void forget_drained_stream(StreamRef stream) noexcept;
+/// What `Stream`'s destructor does: drains `stream`, forgets it, then destroys it. A stream of the
+/// capture that the calling thread runs is kept until the capture ends (capture.hpp).
+void release_stream(StreamRef stream) noexcept;
 
 /// Counts one allocation for the fault injector (testing.hpp) and throws `out_of_memory` naming
 /// `what` and `bytes` when it is the armed one. Pools call it on every allocation, hit or miss.
