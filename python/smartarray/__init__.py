@@ -5,6 +5,7 @@ exact transfer counts. Zero-copy interop through ``__cuda_array_interface__`` v3
 PyTorch) and DLPack (NumPy, CuPy, PyTorch, JAX). See docs/python.md.
 """
 import contextlib
+import sys
 
 import numpy as np
 
@@ -12,6 +13,7 @@ from . import _ext
 from ._allocators import (cupy_allocator, cupy_pinned_allocator, device_budget,
                           device_memory_stats, pinned_memory_stats, set_device_budget,
                           torch_allocator)
+from ._arguments import non_negative_int as _non_negative_int
 from ._array import SmartArray, backend
 from ._devices import (Device, device_count, device_name, device_transfer_stats,
                        get_current_device, gpus, select_device)
@@ -43,7 +45,13 @@ def __getattr__(name):
     and ``import smartarray`` needs NumPy only."""
     if name in ("NumbaMemoryManager", "_numba_memory_manager"):
         from ._allocators import numba_memory_manager
-        return numba_memory_manager()
+        try:
+            return numba_memory_manager()
+        except ImportError as error:
+            # hasattr() and getattr(sa, name, default) expect AttributeError for a name that
+            # cannot be had.
+            raise AttributeError(f"module 'smartarray' has no attribute {name!r} without Numba "
+                                 f"({error})", name=name, obj=sys.modules[__name__]) from error
     raise AttributeError(f"module 'smartarray' has no attribute {name!r}")
 
 
@@ -144,13 +152,32 @@ class TransferMismatch(AssertionError):
     """An expect_transfers() block made other transfers than expected."""
 
 
-@contextlib.contextmanager
 def expect_transfers(h2d=0, d2h=0, d2d=0, *, d2d_peer=0, staged=0, h2d_bytes=None,
                      d2h_bytes=None, d2d_bytes=None, d2d_peer_bytes=None, staged_bytes=None,
                      array=None):
     """C++'s ExpectTransfers: the block must make exactly these copies (process-wide, or of
     `array`'s own counters); bytes are checked when given. Raises TransferMismatch naming the
-    observed counts. Yields a callable that returns the counts observed so far."""
+    observed counts. Yields a callable that returns the counts observed so far.
+
+    Each count is a non-negative int (or NumPy integer), each byte count one or None (not
+    checked), `array` a SmartArray or None: anything else raises TypeError or ValueError naming
+    the keyword and the value, at the call."""
+    counts = {"h2d": h2d, "d2h": d2h, "d2d": d2d, "d2d_peer": d2d_peer, "staged": staged}
+    expected = {f"{name}_count": _non_negative_int(value, f"expect_transfers: {name}")
+                for name, value in counts.items()}
+    byte_counts = {"h2d_bytes": h2d_bytes, "d2h_bytes": d2h_bytes, "d2d_bytes": d2d_bytes,
+                   "d2d_peer_bytes": d2d_peer_bytes, "staged_bytes": staged_bytes}
+    expected.update({name: _non_negative_int(value, f"expect_transfers: {name}")
+                     for name, value in byte_counts.items() if value is not None})
+    if array is not None and not isinstance(array, SmartArray):
+        raise TypeError(f"expect_transfers: array must be a SmartArray or None, not {array!r} "
+                        f"({type(array).__name__})")
+    return _expecting(expected, array)
+
+
+@contextlib.contextmanager
+def _expecting(expected, array):
+    """The block of expect_transfers(), whose arguments are checked."""
     read = array.transfer_stats if array is not None else transfer_stats
     start = read()
 
@@ -160,13 +187,6 @@ def expect_transfers(h2d=0, d2h=0, d2d=0, *, d2d_peer=0, staged=0, h2d_bytes=Non
 
     yield observed
     got = observed()
-    expected = {"h2d_count": h2d, "d2h_count": d2h, "d2d_count": d2d,
-                "d2d_peer_count": d2d_peer, "staged_count": staged}
-    for key, value in (("h2d_bytes", h2d_bytes), ("d2h_bytes", d2h_bytes),
-                       ("d2d_bytes", d2d_bytes), ("d2d_peer_bytes", d2d_peer_bytes),
-                       ("staged_bytes", staged_bytes)):
-        if value is not None:
-            expected[key] = value
     wrong = {k: (v, got[k]) for k, v in expected.items() if got[k] != v}
     if wrong:
         parts = ", ".join(f"{k}: expected {e}, observed {o}" for k, (e, o) in wrong.items())

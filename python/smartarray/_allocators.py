@@ -13,6 +13,7 @@ import functools
 import weakref
 
 from . import _ext
+from ._arguments import non_negative_int
 from ._devices import current_or
 
 
@@ -48,14 +49,21 @@ def device_budget(device=None):
     return _ext._device_budget(current_or(device))
 
 
+#: The largest budget (C++'s max_device_budget, 1 EiB); checked here because a larger int may not
+#: fit the C++ size_t at all. The smallest (one tile) is the C++ layer's check.
+MAX_DEVICE_BUDGET = _ext._max_device_budget
+
+
 def set_device_budget(nbytes, device=None):
-    """Sets the most memory `device`'s pool may hold (default: the current device); None: the
-    device's memory. Memory held above a lowered budget stays until evicted; the pool only stops
-    growing past it. Allocations through smartarray's allocators count against it."""
+    """Sets the most memory `device`'s pool may hold (default: the current device): `nbytes`, an
+    int or a NumPy integer from one tile (4 KiB) to 2**60 (1 EiB), or None: the device's memory.
+    Memory held above a lowered budget stays until evicted; the pool only stops growing past it.
+    Allocations through smartarray's allocators count against it. TypeError for a bool, a float
+    or a string; ValueError for a negative number, one above 2**60 or one below a tile (the C++
+    layer's check); nothing changes then."""
     if nbytes is not None:
-        nbytes = int(nbytes)
-        if nbytes < 0:
-            raise ValueError(f"set_device_budget: {nbytes} bytes is negative")
+        nbytes = non_negative_int(nbytes, "set_device_budget: nbytes", MAX_DEVICE_BUDGET,
+                                  "1 EiB, as for SMARTARRAY_DEVICE_BUDGET")
     _ext._set_device_budget(nbytes, current_or(device))
 
 

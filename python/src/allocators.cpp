@@ -101,28 +101,36 @@ sa::StreamRef release_stream(int device) {
 }
 
 /// Releases a block whose users are unknown, after the work of every blocking stream of `device`
-/// queued so far. Never throws: a failure is reported on stderr (the block stays allocated).
-void release_after_blocking_work(void* ptr, std::size_t bytes, int device) noexcept {
-  if (ptr == nullptr) return;
+/// queued so far. Never throws: a failure is reported on stderr and returns false (the block
+/// stays allocated).
+bool release_after_blocking_work(void* ptr, std::size_t bytes, int device) noexcept {
+  if (ptr == nullptr) return true;
   try {
     const sa::DeviceGuard on(sa::Device{device});
     const sa::StreamRef stream = release_stream(device);
     sa::detail::stream_wait_stream(stream, sa::default_stream(sa::Device{device}));
     sa::device_resource(device).deallocate(stream, ptr, bytes);
+    return true;
   } catch (const std::exception& error) {
     std::cerr << "smartarray: free of " << bytes << " bytes at " << ptr << " on device " << device
               << " failed: " << error.what() << "\n";
   }
+  return false;
 }
 
-/// The sizes of CuPy's live blocks: CuPy's free passes none. Never destroyed: CuPy may free
-/// blocks during interpreter shutdown.
-struct SizeMap {
-  std::mutex mutex;
-  std::unordered_map<void*, std::size_t> sizes;
+/// CuPy's live blocks, with what its free does not pass again: the size (CuPy's free passes none)
+/// and the device, which the free's device must match. Never destroyed: CuPy may free blocks
+/// during interpreter shutdown.
+struct CupyBlock {
+  std::size_t size;
+  int device;
 };
-SizeMap& cupy_sizes() {
-  static auto* map = new SizeMap;
+struct CupyBlocks {
+  std::mutex mutex;
+  std::unordered_map<void*, CupyBlock> blocks;
+};
+CupyBlocks& cupy_blocks() {
+  static auto* map = new CupyBlocks;
   return *map;
 }
 
@@ -214,9 +222,9 @@ SMARTARRAY_C_API void* smartarray_cupy_malloc(void* param, std::size_t size, int
       ptr = allocate_on(size, device, stream);
     }
     try {
-      SizeMap& map = cupy_sizes();
+      CupyBlocks& map = cupy_blocks();
       const std::lock_guard lock(map.mutex);
-      map.sizes.emplace(ptr, size);
+      map.blocks.emplace(ptr, CupyBlock{size, device});
     } catch (...) {
       release_after_blocking_work(ptr, size, device);
       throw;
@@ -231,23 +239,40 @@ SMARTARRAY_C_API void* smartarray_cupy_malloc(void* param, std::size_t size, int
 /// CuPy's free. CuPy says neither the size nor the stream: the size comes from the map, and the
 /// block is released after the work of every blocking stream (release_after_blocking_work), not
 /// on the stream of the allocation, which CuPy may have destroyed by now. Work on a non-blocking
-/// stream must be complete before the array is dropped.
+/// stream must be complete before the array is dropped. A free that cannot release the block (a
+/// pointer of no block, a device other than the block's, a failed release) is reported on stderr
+/// and forgets nothing: the block stays allocated and in the map, and a free with its device
+/// releases it.
 SMARTARRAY_C_API void smartarray_cupy_free(void*, void* ptr, int device) {
   if (ptr == nullptr) return;
+  CupyBlocks& map = cupy_blocks();
   std::size_t size = 0;
   {
-    SizeMap& map = cupy_sizes();
     const std::lock_guard lock(map.mutex);
-    const auto found = map.sizes.find(ptr);
-    if (found == map.sizes.end()) {
+    const auto found = map.blocks.find(ptr);
+    if (found == map.blocks.end()) {
       std::cerr << "smartarray: smartarray_cupy_free of " << ptr << " on device " << device
                 << ": not a block of smartarray_cupy_malloc (left alone)\n";
       return;
     }
-    size = found->second;
-    map.sizes.erase(found);
+    if (found->second.device != device) {
+      std::cerr << "smartarray: smartarray_cupy_free of " << ptr << " on device " << device
+                << ": the block is device " << found->second.device
+                << "'s (left allocated: free it with its device)\n";
+      return;
+    }
+    size = found->second.size;
+    map.blocks.erase(found);
   }
-  release_after_blocking_work(ptr, size, device);
+  if (release_after_blocking_work(ptr, size, device)) return;
+  // Not released: still the caller's block, so no other malloc can have it meanwhile.
+  try {
+    const std::lock_guard lock(map.mutex);
+    map.blocks.emplace(ptr, CupyBlock{size, device});
+  } catch (const std::exception& error) {
+    std::cerr << "smartarray: smartarray_cupy_free of " << ptr << ": the block could not be "
+              << "kept for a later free: " << error.what() << "\n";
+  }
 }
 
 // --- Python -------------------------------------------------------------------------------------
@@ -319,4 +344,5 @@ void smartarray_python::bind_allocators(nb::module_& m) {
     check_device(device);
     sa::set_device_budget(bytes, device);
   });
+  m.attr("_max_device_budget") = sa::max_device_budget;
 }

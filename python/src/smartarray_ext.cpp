@@ -243,7 +243,6 @@ NB_MODULE(_ext, m) {
         "backend: SMARTARRAY_HOST_DEVICES).");
   m.def("_current_device", [] { return sa::current_device().ordinal; });
   m.def("_set_current_device", [](int device) { sa::set_current_device(device_of(device)); });
-  m.def("_check_device", [](int device) { return device_of(device).ordinal; });
   m.def("_device_properties", [](int device) {
     const sa::DeviceProperties& p = sa::device_properties(device_of(device));
     return nb::make_tuple(p.name, p.compute_capability_major, p.compute_capability_minor,

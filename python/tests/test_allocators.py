@@ -118,6 +118,36 @@ def test_cupy_free_of_a_foreign_pointer_is_reported_and_left_alone(capfd):
     assert sa.device_memory_stats(0)["current_count"] == before["current_count"]
 
 
+@pytest.mark.parametrize("owner", range(N))
+def test_cupy_free_with_a_wrong_device_forgets_nothing(owner, capfd):
+    """A free naming a device that does not exist, or another device than the block's, is
+    reported and leaves the block allocated and known (it once dropped the block from the map,
+    and the right free then called it foreign): the pools and the block's bytes are as before,
+    and a free with the block's device gives it back."""
+    lib = _lib()
+    rng = np.random.default_rng()
+    size = int(rng.integers(1, 1 << 16))
+    data = rng.integers(1, 256, size, dtype=np.uint8)
+    before = [sa.device_memory_stats(d) for d in range(N)]
+    ptr = lib.smartarray_cupy_malloc(None, size, owner)
+    assert ptr
+    ctypes.memmove(ptr, data.ctypes.data, size)  # the emulated device's memory is host memory
+    held = [_delta(before[d], sa.device_memory_stats(d)) for d in range(N)]
+    others = [d for d in range(N) if d != owner]
+    for bad in [N, N + 3, -1, -(2**31), 2**31 - 1] + others:
+        lib.smartarray_cupy_free(None, ptr, bad)
+        err = capfd.readouterr().err
+        assert f"smartarray_cupy_free of {ptr:#x} on device {bad}:" in err, err
+        assert f"the block is device {owner}'s (left allocated" in err, err
+        assert [_delta(before[d], sa.device_memory_stats(d)) for d in range(N)] == held
+        assert bytes((ctypes.c_ubyte * size).from_address(ptr)) == data.tobytes()
+    lib.smartarray_cupy_free(None, ptr, owner)
+    assert "smartarray_cupy_free" not in capfd.readouterr().err
+    assert [_delta(before[d], sa.device_memory_stats(d))["current_count"] for d in range(N)] == \
+        [0] * N
+    assert sa.device_memory_stats(owner)["bytes_in_use"] == before[owner]["bytes_in_use"]
+
+
 def test_failed_cupy_malloc_returns_null_and_keeps_the_message():
     """A bad device: no exception crosses into CuPy; the message waits for the Python side."""
     lib = _lib()

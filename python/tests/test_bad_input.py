@@ -3,6 +3,7 @@ type and that its message names the bad value, then that the contents, the valid
 counts are as before and that the array is still usable. Also the lifetime of views: they keep
 the memory valid but never keep a SmartArray alive through a cycle the collector cannot see."""
 import gc
+import re
 import resource
 import subprocess
 import sys
@@ -195,8 +196,9 @@ def test_no_leak_report_at_exit():
 # --- environment variables -------------------------------------------------------------------------
 
 BAD_ENVIRONMENT = [
-    ("SMARTARRAY_DEVICE_BUDGET", "-5", "1 B to 1 EiB"),
-    ("SMARTARRAY_DEVICE_BUDGET", "17179869184G", "1 B to 1 EiB"),
+    ("SMARTARRAY_DEVICE_BUDGET", "-5", "4 KiB to 1 EiB"),
+    ("SMARTARRAY_DEVICE_BUDGET", "100", "4 KiB to 1 EiB"),
+    ("SMARTARRAY_DEVICE_BUDGET", "17179869184G", "4 KiB to 1 EiB"),
     ("SMARTARRAY_DEVICE_BUDGET", "5X", "K, M, G or T"),
     ("SMARTARRAY_HOST_LATENCY_US", "9223372036854775807", "0 to 10000000"),
     ("SMARTARRAY_HOST_LATENCY_US", "18446744073709551615", "0 to 10000000"),
@@ -228,3 +230,131 @@ def test_a_bad_environment_value_is_an_error_of_the_first_operation(name, value,
     for part in (name, value, allowed):
         assert part in lines[0], (part, lines[0])
 
+
+
+# --- device budgets --------------------------------------------------------------------------------
+
+def _budgets():
+    return [sa.device_budget(i) for i in range(sa.device_count())]
+
+
+@pytest.mark.parametrize("nbytes", [True, False, np.True_, 1.5, np.float64(8192.0), "1000", 1e30,
+                                    b"4096", 4096j, [4096]], ids=repr)
+def test_a_budget_that_is_no_integer_raises_type_error(nbytes):
+    """set_device_budget takes an int or a NumPy integer of bytes (or None): anything else,
+    a bool or a whole float included, raises TypeError naming it; no budget changes."""
+    before = _budgets()
+    with pytest.raises(TypeError, match=re.escape(repr(nbytes))):
+        sa.set_device_budget(nbytes)
+    with pytest.raises(TypeError, match=re.escape(repr(nbytes))):
+        sa.set_device_budget(nbytes, device=sa.device_count() - 1)
+    assert _budgets() == before
+
+
+@pytest.mark.parametrize("nbytes", [-1, -(2**63), -(2**70), np.int64(-4096), 2**60 + 1, 2**63,
+                                    2**64, 10**30, np.uint64(2**64 - 1)], ids=repr)
+def test_a_budget_out_of_range_raises_value_error(nbytes):
+    """A negative budget, or one above 2**60 (1 EiB, the most SMARTARRAY_DEVICE_BUDGET takes),
+    raises ValueError naming it; no budget changes."""
+    before = _budgets()
+    with pytest.raises(ValueError, match=rf"(?<!\d){int(nbytes)}(?!\d)"):
+        sa.set_device_budget(nbytes)
+    assert _budgets() == before
+
+
+def test_a_budget_below_one_tile_raises_value_error():
+    """A budget smaller than one tile could hold no array: ValueError naming it (the C++ layer's
+    check, translated); the budget is as before."""
+    before = _budgets()
+    try:
+        with pytest.raises(ValueError, match=r"(?<!\d)100(?!\d)"):
+            sa.set_device_budget(100)
+        assert _budgets() == before
+    finally:
+        sa.set_device_budget(None)
+
+
+def test_budgets_of_numpy_integers_are_taken_as_ints():
+    """np.int64 / np.uint64 budgets set what the int of the same value sets."""
+    budget = sa.device_budget()
+    wanted = budget + int(np.random.default_rng().integers(1, 64)) * (1 << 20)
+    try:
+        for kind in (np.int64, np.uint64):
+            sa.set_device_budget(None)
+            sa.set_device_budget(kind(wanted))
+            got = sa.device_budget()
+            sa.set_device_budget(None)
+            sa.set_device_budget(wanted)
+            assert got == sa.device_budget() and type(got) is int
+    finally:
+        sa.set_device_budget(None)
+    assert sa.device_budget() == budget
+
+
+# --- expect_transfers ------------------------------------------------------------------------------
+
+_COUNT_KEYWORDS = ["h2d", "d2h", "d2d", "d2d_peer", "staged"]
+_BYTES_KEYWORDS = ["h2d_bytes", "d2h_bytes", "d2d_bytes", "d2d_peer_bytes", "staged_bytes"]
+
+
+@pytest.mark.parametrize("keyword", _COUNT_KEYWORDS + _BYTES_KEYWORDS)
+@pytest.mark.parametrize("value, error", [
+    ("0", TypeError), (1.5, TypeError), (1.0, TypeError), (True, TypeError), (np.False_, TypeError),
+    (None, TypeError), (b"1", TypeError), (-1, ValueError), (np.int64(-3), ValueError),
+    (-(2**70), ValueError)], ids=repr)
+def test_expect_transfers_takes_non_negative_integers_only(keyword, value, error):
+    """Each count of expect_transfers() is a non-negative int or NumPy integer (a byte count may
+    also be None: not checked): anything else raises at the call, naming the keyword and the
+    value, before any counting starts."""
+    if value is None and keyword in _BYTES_KEYWORDS:
+        with sa.expect_transfers(**{keyword: None}):
+            pass
+        return
+    with pytest.raises(error) as raised:
+        sa.expect_transfers(**{keyword: value})
+    message = str(raised.value)
+    assert keyword in message and (repr(value) if error is TypeError else str(value)) in message
+
+
+def test_expect_transfers_takes_numpy_integer_counts():
+    """NumPy integer counts are counts: a block with one H2D of n bytes passes with np.int64(1)
+    and np.uint32(n), and fails with np.int64(2)."""
+    src = random_array(int(np.random.default_rng().integers(10, 1000)), np.float64)
+    with sa.expect_transfers(h2d=np.int64(1), h2d_bytes=np.uint32(src.nbytes), d2h=np.int8(0)):
+        sa.to_device(src)
+    with pytest.raises(sa.TransferMismatch, match="h2d_count: expected 2, observed 1"):
+        with sa.expect_transfers(h2d=np.int64(2)):
+            sa.to_device(src)
+
+
+@pytest.mark.parametrize("array", [5, "a", np.ones(3), [1.0]], ids=repr)
+def test_expect_transfers_array_must_be_a_smartarray(array):
+    """array= names a SmartArray, whose own counters are checked: anything else is a TypeError
+    naming what was passed (it once failed later, with AttributeError, inside the block)."""
+    with pytest.raises(TypeError, match=r"array must be a SmartArray.*" +
+                       re.escape(type(array).__name__)):
+        sa.expect_transfers(array=array)
+
+
+# --- Numba, when it is not installed ---------------------------------------------------------------
+
+def test_numba_memory_manager_without_numba_is_no_attribute():
+    """Without Numba, sa.NumbaMemoryManager raises AttributeError (caused by the ImportError), so
+    hasattr() is False and getattr() with a default gives the default; Numba is hidden from the
+    import machinery (sys.modules['numba'] = None) in a fresh process."""
+    _run("""
+        import sys
+        sys.modules["numba"] = None
+        import smartarray as sa
+        for name in ("NumbaMemoryManager", "_numba_memory_manager"):
+            assert not hasattr(sa, name)
+            assert getattr(sa, name, "absent") == "absent"
+            try:
+                getattr(sa, name)
+            except AttributeError as error:
+                assert name in str(error) and "Numba" in str(error), error
+                assert isinstance(error.__cause__, ImportError), repr(error.__cause__)
+            else:
+                raise AssertionError("no AttributeError")
+        assert not hasattr(sa, "no_such_name")
+    """)

@@ -1,9 +1,11 @@
 """Several devices: sa.gpus, the current device, device= placement, per-device validity, peer and
 staged reads, per-device counters. On the host backend the devices are emulated
 (SMARTARRAY_HOST_DEVICES=N, SMARTARRAY_HOST_PEER_ACCESS=0); 2+ device tests skip on one."""
+import re
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -68,8 +70,77 @@ def test_device_context_manager_restores_the_current_device():
     assert sa.get_current_device().id == 0
 
 
+def _in_threads(*bodies, timeout=60):
+    """Runs each body in its own thread (the barriers it waits on order them); re-raises the
+    first error of any."""
+    errors = []
+
+    def run(body):
+        try:
+            body()
+        except BaseException as error:  # noqa: BLE001 - reported by the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(body,)) for body in bodies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    assert not any(t.is_alive() for t in threads), "a thread did not finish"
+    if errors:
+        raise errors[0]
+
+
+@two_devices
+@pytest.mark.parametrize("shared_id", [0, 1])
+def test_one_device_object_entered_by_two_threads(shared_id):
+    """Thread A (device 0 current) and thread B (device 1 current) enter the same Device object;
+    A leaves while B is still inside, then B leaves: each gets its own previous device back (the
+    previous devices were once kept in one list per object, so A got B's and B got A's)."""
+    shared = sa.gpus[shared_id]
+    step = threading.Barrier(2, timeout=30)
+    seen = {}
+
+    def thread_a():
+        sa.select_device(0)
+        with shared:
+            seen["a inside"] = sa.get_current_device().id
+            step.wait()  # 1: A is inside
+            step.wait()  # 2: B is inside
+        seen["a after"] = sa.get_current_device().id
+        step.wait()  # 3: A has left
+
+    def thread_b():
+        sa.select_device(1)
+        step.wait()  # 1
+        with shared:
+            seen["b inside"] = sa.get_current_device().id
+            step.wait()  # 2
+            step.wait()  # 3
+            seen["b before leaving"] = sa.get_current_device().id
+        seen["b after"] = sa.get_current_device().id
+
+    _in_threads(thread_a, thread_b)
+    assert seen == {"a inside": shared_id, "b inside": shared_id, "a after": 0,
+                    "b before leaving": shared_id, "b after": 1}
+
+
+def test_one_device_object_nested_in_one_thread():
+    """Entering the same Device object twice in one thread restores each level's device."""
+    shared = sa.gpus[0]
+    sa.select_device(LAST)
+    with shared:
+        sa.select_device(LAST)
+        with shared:
+            assert sa.get_current_device().id == 0
+        assert sa.get_current_device().id == LAST
+        sa.select_device(0)
+    assert sa.get_current_device().id == LAST
+
+
 _BAD_ORDINAL_CALLS = {
     "gpus[]": lambda o: sa.gpus[o],
+    "Device": lambda o: sa.Device(o),
     "select_device": lambda o: sa.select_device(o),
     "SmartArray(device=)": lambda o: sa.SmartArray(np.ones(3), where="gpu", device=o),
     "to_device": lambda o: sa.to_device(np.ones(3), device=o),
@@ -79,37 +150,87 @@ _BAD_ORDINAL_CALLS = {
     "is_valid": lambda o: sa.SmartArray(np.ones(3)).is_valid("device", device=o),
     "device_transfer_stats": lambda o: sa.device_transfer_stats(o),
     "can_access_peer": lambda o: sa.gpus[0].can_access_peer(o),
+    "device_name": lambda o: sa.device_name(o),
+    "device_memory_stats": lambda o: sa.device_memory_stats(o),
+    "device_budget": lambda o: sa.device_budget(o),
+    "set_device_budget": lambda o: sa.set_device_budget(sa.device_budget(0) + 4096, device=o),
 }
+#: The calls where None is no ordinal (elsewhere None means the current device).
+_NONE_IS_NO_ORDINAL = ["gpus[]", "Device", "select_device", "device_transfer_stats",
+                       "can_access_peer"]
+
+
+def _devices_state():
+    """What a rejected ordinal must leave as it was: the current device, each device's budget
+    and copy counts, the process-wide copy counts (not the pools' allocations: a call of the table
+    may make an array on the host before it gets to the ordinal)."""
+    def copies(stats):
+        return {k: v for k, v in stats.items() if not k.startswith("allocation_")}
+
+    return (sa.get_current_device().id, [sa.device_budget(i) for i in range(N)],
+            [copies(sa.device_transfer_stats(i)) for i in range(N)], copies(sa.transfer_stats()))
 
 
 @pytest.mark.parametrize("call", list(_BAD_ORDINAL_CALLS), ids=str)
-@pytest.mark.parametrize("ordinal", [N, N + 7, -1])
+@pytest.mark.parametrize("ordinal", [
+    N, N + 7, -1, 2**31 - 1, 2**31, -2**31, -2**31 - 1, 2**63 - 1, 2**63, -2**63, -2**63 - 1,
+    2**64, 10**30, -10**30, np.int64(N), np.uint64(2**64 - 1), np.int32(-1), np.int8(-128)],
+    ids=repr)
 def test_out_of_range_ordinal_raises_value_error(call, ordinal):
-    """ValueError naming the ordinal and the device count; nothing copied."""
-    with sa.expect_transfers():
-        with pytest.raises(ValueError, match=rf"ordinal {ordinal}\b.* has {N} device"):
-            _BAD_ORDINAL_CALLS[call](ordinal)
+    """ValueError naming the ordinal and the device count, for any int however large and for
+    NumPy integers, before any C++ call narrows it; nothing copied or changed."""
+    before = _devices_state()
+    with pytest.raises(ValueError, match=rf"ordinal {ordinal}\b.* has {N} device"):
+        _BAD_ORDINAL_CALLS[call](ordinal)
+    assert _devices_state() == before
 
 
 def test_dlpack_dl_device_out_of_range():
     """dl_device=(2, n): ValueError naming n and the count on a GPU; BufferError on the host."""
     a = sa.SmartArray(random_array(4, np.float32))
     if sa.backend() == "cuda":
-        with pytest.raises(ValueError, match=rf"ordinal {N}\b.* has {N} device"):
-            a.__dlpack__(dl_device=(2, N), stream=1)
+        for ordinal in (N, 2**31, -2**63 - 1):
+            with pytest.raises(ValueError, match=rf"ordinal {ordinal}\b.* has {N} device"):
+                a.__dlpack__(dl_device=(2, ordinal), stream=1)
     else:
         for ordinal in (0, N):
             with pytest.raises(BufferError):
                 a.__dlpack__(dl_device=(2, ordinal))
 
 
-@pytest.mark.parametrize("call", ["gpus[]", "select_device", "to_device", "device_array",
-                                  "is_valid", "device_transfer_stats"])
-@pytest.mark.parametrize("ordinal", [True, False, "0"], ids=repr)
-def test_bool_or_string_ordinal_raises_type_error(call, ordinal):
-    """A bool or a str is no device ordinal: TypeError, not a device."""
-    with pytest.raises(TypeError):
+_NOT_INTEGERS = [True, False, np.True_, "0", 1.5, np.float64(0.0), 1j, b"0", None]
+
+
+@pytest.mark.parametrize("call, ordinal", [
+    (call, ordinal) for call in _BAD_ORDINAL_CALLS for ordinal in _NOT_INTEGERS
+    if ordinal is not None or call in _NONE_IS_NO_ORDINAL], ids=repr)
+def test_an_ordinal_that_is_no_integer_raises_type_error(call, ordinal):
+    """A bool, a str, a float (also a whole one), or None where it does not mean the current
+    device, is no device ordinal: TypeError naming it; nothing changed."""
+    before = _devices_state()
+    with pytest.raises(TypeError, match=re.escape(repr(ordinal))):
         _BAD_ORDINAL_CALLS[call](ordinal)
+    assert _devices_state() == before
+
+
+@pytest.mark.parametrize("kind", [np.int8, np.uint8, np.int32, np.int64, np.uint64])
+def test_numpy_integers_are_ordinals(kind):
+    """Every ordinal path takes a NumPy integer as the int of the same value."""
+    last = kind(LAST)
+    assert sa.gpus[last].id == LAST and sa.gpus[last] == sa.gpus[LAST]
+    assert type(sa.Device(last).id) is int
+    assert sa.select_device(last).id == LAST and sa.get_current_device().id == LAST
+    sa.select_device(0)
+    src = random_array(7, np.float32)
+    with sa.expect_transfers(h2d=1, h2d_bytes=src.nbytes):
+        a = sa.to_device(src, device=last)
+    assert a.valid_devices() == [LAST] and a.is_valid("device", device=last)
+    assert sa.device_transfer_stats(last) == sa.device_transfer_stats(LAST)
+    assert sa.device_budget(last) == sa.device_budget(LAST)
+    assert sa.device_memory_stats(last)["peak_bytes"] == \
+        sa.device_memory_stats(LAST)["peak_bytes"]
+    assert sa.device_name(last) == sa.gpus[LAST].name
+    assert sa.gpus[0].can_access_peer(last) == sa.gpus[0].can_access_peer(LAST)
 
 
 def test_is_valid_host_takes_no_device():

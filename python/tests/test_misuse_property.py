@@ -1,8 +1,10 @@
 """The misuse-aware property test of the Python layer: random sequences of valid calls on three
 arrays, checked against a NumPy model, with random invalid calls interleaved (a bad dtype, shape,
-index, stream, device ordinal or access name). Each invalid call must raise the error NumPy would
-raise, naming the bad value, and change nothing: the validity, the transfer counts and the
-contents are what they were before it.
+index, stream, access name; a device ordinal out of range, huge or of NumPy's, or no integer, on
+any call that takes one; a bad device budget; bad expect_transfers() arguments). Each invalid
+call must raise the error NumPy would raise, naming the bad value, and change nothing: the
+array's validity, transfer counts and contents, the process-wide counts, the current device and
+every device's budget are what they were before it.
 
 SMARTARRAY_MISUSE_OPS sets the number of operations (default 200,000, in sequences of 200) and
 SMARTARRAY_MISUSE_SEED the seed; a divergence names the seed, the sequence and its operations."""
@@ -17,6 +19,24 @@ OPERATIONS = int(os.environ.get("SMARTARRAY_MISUSE_OPS", "200000"))
 SEED = int(os.environ.get("SMARTARRAY_MISUSE_SEED", "20261127"))
 PER_SEQUENCE = 200
 DTYPES = [np.float64, np.float32, np.int32, np.uint8, np.complex64]
+
+#: Calls that take a device ordinal: (what, call(array, model, ordinal)).
+ORDINAL_CALLS = [
+    ("SmartArray(device=)", lambda a, m, o: sa.SmartArray(m, where="gpu", device=o)),
+    ("is_valid", lambda a, m, o: a.is_valid("device", device=o)),
+    ("copy_to_device", lambda a, m, o: a.copy_to_device(m, device=o)),
+    ("device_array_like", lambda a, m, o: sa.device_array_like(m, device=o)),
+    ("select_device", lambda a, m, o: sa.select_device(o)),
+    ("gpus[]", lambda a, m, o: sa.gpus[o]),
+    ("device_transfer_stats", lambda a, m, o: sa.device_transfer_stats(o)),
+    ("device_budget", lambda a, m, o: sa.device_budget(o)),
+    ("set_device_budget", lambda a, m, o: sa.set_device_budget(sa.device_budget(0), device=o)),
+    ("device_memory_stats", lambda a, m, o: sa.device_memory_stats(o)),
+]
+HUGE = [2**31, -2**31 - 1, 2**63, -2**63 - 1, 2**64, 10**30]
+NOT_INTEGERS = [1.5, np.float64(1.0), "1", True, False, np.True_, b"0"]
+COUNT_KEYWORDS = ["h2d", "d2h", "d2d", "d2d_peer", "staged", "h2d_bytes", "d2h_bytes",
+                  "d2d_bytes", "d2d_peer_bytes", "staged_bytes"]
 
 
 class Divergence(AssertionError):
@@ -64,7 +84,26 @@ class Sequence:
 
     @staticmethod
     def state(a):
-        return (a.is_valid("host"), a.valid_devices(), a.transfer_stats())
+        """What a misuse must leave as it was: the array's validity and counts, the process-wide
+        counts, the current device, every device's budget."""
+        return (a.is_valid("host"), a.valid_devices(), a.transfer_stats(), sa.transfer_stats(),
+                sa.get_current_device().id, [sa.device_budget(d) for d in range(sa.device_count())])
+
+    def bad_ordinal(self):
+        """An int or NumPy integer that no device has: just past the count, negative, huge."""
+        count, k = sa.device_count(), int(self.rng.integers(5))
+        form = int(self.rng.integers(4))
+        if form == 0:
+            return count + k
+        if form == 1:
+            return -1 - k
+        if form == 2:
+            return HUGE[int(self.rng.integers(len(HUGE)))]
+        kind = (np.int8, np.int32, np.int64, np.uint64)[int(self.rng.integers(4))]
+        return kind(count + k) if self.rng.integers(2) or kind is np.uint64 else kind(-1 - k)
+
+    def pick(self, items):
+        return items[int(self.rng.integers(len(items)))]
 
     def check(self, slot, when):
         got = self.arrays[slot].copy_to_host()
@@ -117,34 +156,60 @@ class Sequence:
         a, model = self.arrays[slot], self.models[slot]
         n = model.size
         count = sa.device_count()
-        bad_device = count + int(self.rng.integers(5)) if self.rng.integers(2) else -1
         strings = np.array(["w"] * n)
-        cases = [
-            (TypeError, "<U1", lambda: a.copy_to_device(strings)),
-            (ValueError, "shape", lambda: a.copy_to_device(self.values(model.dtype, n + 1))),
-            (ValueError, "abc", lambda: a.__setitem__(0, "abc")),
-            (IndexError, str(n), lambda: a.__setitem__(n, 1)),
-            (IndexError, str(n + 3), lambda: a[n + 3]),
-            (ValueError, str(bad_device), lambda: sa.SmartArray(model, device=bad_device)),
-            (ValueError, str(bad_device), lambda: a.is_valid("device", device=bad_device)),
-            (ValueError, str(bad_device), lambda: a.copy_to_device(model, device=bad_device)),
-            (ValueError, "bogus", lambda: a.host_view("bogus")),
-            (ValueError, "bogus", lambda: a.device_view("bogus")),
-            (ValueError, str(2**64), lambda: a.gpu(stream=2**64)),
-            (TypeError, "1.5", lambda: a.gpu(stream=1.5)),
+        what, ordinal_call = self.pick(ORDINAL_CALLS)
+        bad_device, not_ordinal = self.bad_ordinal(), self.pick(NOT_INTEGERS)
+        device = int(self.rng.integers(count))
+        too_big = (1 << 60) + int(self.rng.integers(1, 1 << 40))
+        budget_type, budget_value = self.pick(NOT_INTEGERS + [1e30, "1000"]), self.pick(
+            [-1 - int(self.rng.integers(1 << 40)), too_big, 2**64, np.int64(-4096)])
+        keyword = self.pick(COUNT_KEYWORDS)
+        count_type = self.pick(NOT_INTEGERS + ([None] if not keyword.endswith("_bytes") else []))
+        count_value = self.pick([-1 - int(self.rng.integers(100)), np.int32(-7), -(2**70)])
+        cases = [  # (error, what its message names, what the call is, the call)
+            (TypeError, "<U1", "copy_to_device(strings)", lambda: a.copy_to_device(strings)),
+            (ValueError, "shape", "copy_to_device(n + 1 values)",
+             lambda: a.copy_to_device(self.values(model.dtype, n + 1))),
+            (ValueError, "abc", "a[0] = 'abc'", lambda: a.__setitem__(0, "abc")),
+            (IndexError, str(n), f"a[{n}] = 1", lambda: a.__setitem__(n, 1)),
+            (IndexError, str(n + 3), f"a[{n + 3}]", lambda: a[n + 3]),
+            (ValueError, (f"ordinal {bad_device} ", f"has {count} device"),
+             f"{what} with {bad_device!r}", lambda: ordinal_call(a, model, bad_device)),
+            (TypeError, repr(not_ordinal), f"{what} with {not_ordinal!r}",
+             lambda: ordinal_call(a, model, not_ordinal)),
+            (TypeError, ("nbytes", repr(budget_type)),
+             f"set_device_budget({budget_type!r}, device={device})",
+             lambda: sa.set_device_budget(budget_type, device=device)),
+            (ValueError, ("nbytes", str(budget_value)),
+             f"set_device_budget({budget_value!r}, device={device})",
+             lambda: sa.set_device_budget(budget_value, device=device)),
+            (TypeError, (keyword, repr(count_type)), f"expect_transfers({keyword}={count_type!r})",
+             lambda: sa.expect_transfers(**{keyword: count_type})),
+            (ValueError, (keyword, str(count_value)),
+             f"expect_transfers({keyword}={count_value!r})",
+             lambda: sa.expect_transfers(**{keyword: count_value})),
+            (TypeError, ("array", "SmartArray", repr(n)), f"expect_transfers(array={n})",
+             lambda: sa.expect_transfers(array=n)),
+            (ValueError, "bogus", "host_view('bogus')", lambda: a.host_view("bogus")),
+            (ValueError, "bogus", "device_view('bogus')", lambda: a.device_view("bogus")),
+            (ValueError, str(2**64), "gpu(stream=2**64)", lambda: a.gpu(stream=2**64)),
+            (TypeError, "1.5", "gpu(stream=1.5)", lambda: a.gpu(stream=1.5)),
         ]
         if sa.backend() == "host":
             class Bogus:
                 cuda_stream = 0x4D2
-            cases.append((ValueError, "0x4d2", lambda: a.gpu(stream=Bogus())))
-        error, names, call = cases[int(self.rng.integers(len(cases)))]
-        self.log.append(f"(misuse) a{slot}: expect {error.__name__} naming {names!r}")
+            cases.append((ValueError, "0x4d2", "gpu(stream=Bogus())",
+                          lambda: a.gpu(stream=Bogus())))
+        error, names, label, call = self.pick(cases)
+        names = (names,) if isinstance(names, str) else names
+        self.log.append(f"(misuse) a{slot}: {label}: expect {error.__name__} naming {names!r}")
         before = self.state(a)
         try:
             call()
         except error as raised:
-            if names not in str(raised):
-                raise Divergence(f"{error.__name__} does not name {names!r}: {raised}") from None
+            missing = [name for name in names if name not in str(raised)]
+            if missing:
+                raise Divergence(f"{error.__name__} does not name {missing}: {raised}") from None
         else:
             raise Divergence(f"a{slot}: the call did not raise {error.__name__}")
         if self.state(a) != before:
