@@ -356,9 +356,8 @@ void smart_agreement(benchmark::State& state, const dist::Communicator& comm) {
   for (auto _ : state) {
     for (int i = 0; i < agreements; ++i) dist::detail::agree("all_reduce", native, rank, terms, {});
   }
-  state.counters["us_per_call"] = benchmark::Counter(
-      static_cast<double>(agreements) * 1e-6,
-      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_call"] = benchmark::Counter(
+      agreements, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 /// The size handshake that the agreement replaced: one all-gather of each rank's bytes, which
@@ -372,9 +371,8 @@ void allgather_handshake(benchmark::State& state, const dist::Communicator& comm
       CHECK(MPI_Allgather(&bytes, 1, MPI_LONG_LONG, all.data(), 1, MPI_LONG_LONG, native));
     }
   }
-  state.counters["us_per_call"] = benchmark::Counter(
-      static_cast<double>(agreements) * 1e-6,
-      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_call"] = benchmark::Counter(
+      agreements, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 /// The agreement's pair, alternated: it runs over any transport (MPI carries it).
