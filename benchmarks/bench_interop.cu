@@ -5,7 +5,7 @@
 //   (host-valid too). One sample allocates N x 4 MiB from the pool, as PyTorch's and CuPy's
 //   allocators of smartarray do (`sa.torch_allocator()`, `sa.cupy_allocator()`): the pool's
 //   out-of-memory chain evicts the N copies and returns their merged block. The baseline sample,
-//   interleaved with it, is what the issue names: a plain allocation of that size on a free device
+//   interleaved with it, is the baseline: a plain allocation of that size on a free device
 //   (cudaMalloc, which a fresh PyTorch caching allocator calls) plus N SmartArray device frees
 //   (destroying N device-only arrays of 4 MiB). Setup and cleanup are outside both samples.
 //   Counters: evicting_us, plain_us (cudaMalloc), frees_us, and ratio = evicting / (plain +

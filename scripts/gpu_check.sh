@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU side of the project, on a GPU machine with its own CMake, CUDA, GoogleTest and Google
 # Benchmark (Ubuntu 24.04's or Debian 12's packages alike), with every GPU of the machine visible
-# (CUDA_VISIBLE_DEVICES narrows it). Logs go to gpu-out/ and, packed, to $OUT; a summary is last.
+# (CUDA_VISIBLE_DEVICES narrows it). Logs go to gpu-out/ (and, packed, to $PACK_DIR when it is set);
+# a summary is last.
 #   bash scripts/gpu_check.sh [PHASE...] [--bench-filter REGEX] [--results DIR] [--wheels DIR]
 #                             [--target-set SET]...
 # Phases, in this order whatever order they are given in (default: tests python, the whole suite):
@@ -19,8 +20,8 @@
 #             examples (see "sanitize" below); fails the call on any error
 #   mutation  shows that the latency tests catch a missing wait (see "mutation" below); needs no
 #             GPU
-# Each of tests, python, bench and targets fits one 10-minute call on a machine of two GPUs and 32
-# cores: run them as separate calls there (a call that finds the build folder reuses it, so
+# Each of tests, python, bench and targets takes under 10 minutes on a machine of two GPUs and 32
+# cores, so they can run one at a time (a run that finds the build folder reuses it, so
 # `sanitize` or `targets` after `tests` builds nothing again).
 # --results DIR (default gpu-out/results) receives the canonical result set and nothing else, each
 #   JSON with its provenance (bench_main.hpp): copy it into benchmarks/results/ and run
@@ -43,6 +44,8 @@
 #   BUILD_DIR              the build folder (default build-gpu)
 #   BENCH_BACKEND          the benchmarks' backend (default cuda; host only to try this script
 #                          without a GPU)
+#   PACK_DIR               a folder that also receives, as each phase ends, the logs packed
+#                          (gpu-out.tgz), the summary and the results folder's JSON files
 #
 # targets: the issues' ratio targets, measured against the machine's drift. The contenders that a
 # target compares run as repetitions in random interleaved order (Google Benchmark's
@@ -147,12 +150,15 @@ echo "phases:${phases}on ${gpus} GPU(s), CUDA_VISIBLE_DEVICES=${visible}" | tee 
 echo "MPI: $(command -v mpirun || echo none)${OPAL_PREFIX:+ (OPAL_PREFIX ${OPAL_PREFIX})}; NCCL: ${NCCL_ROOT:-none}" |
   tee -a "${out}/summary.txt"
 
-# Packs what exists so far: a call cut off at its time limit still returns what it finished.
+# Packs what exists so far into $PACK_DIR: a run stopped by a time limit still leaves what it
+# finished.
 pack() {
-  [ -n "${OUT:-}" ] || return 0
-  tar czf "${OUT}/gpu-out.tgz" "${out}" 2> /dev/null
-  cp "${out}/summary.txt" "${OUT}/summary.txt"
-  if [ -d "${results}" ]; then mkdir -p "${OUT}/results" && cp "${results}"/*.json "${OUT}/results/" 2> /dev/null; fi
+  [ -n "${PACK_DIR:-}" ] || return 0
+  tar czf "${PACK_DIR}/gpu-out.tgz" "${out}" 2> /dev/null
+  cp "${out}/summary.txt" "${PACK_DIR}/summary.txt"
+  if [ -d "${results}" ]; then
+    mkdir -p "${PACK_DIR}/results" && cp "${results}"/*.json "${PACK_DIR}/results/" 2> /dev/null
+  fi
   return 0
 }
 

@@ -17,7 +17,7 @@ namespace {
 /// Below this a job is not split: waking the workers would cost more than it saves.
 constexpr std::size_t min_split_bytes = std::size_t{1} << 20;
 /// Parts per job, the calling thread's included. One thread moves about 6 GB/s on a cloud Xeon;
-/// 8 saturate its memory (64 GB/s measured on the H100 machine's 16 cores), above PCIe's 50.
+/// 8 saturate its memory (64 GB/s measured on an H100 system's 16 host cores), above PCIe's 50.
 constexpr unsigned max_parts = 8;
 /// How long a worker keeps polling for the next part before it sleeps. A staged transfer asks for
 /// its next chunk well within this, so its chunks never pay for a wake-up; an idle pool sleeps.

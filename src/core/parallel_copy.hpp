@@ -1,6 +1,6 @@
 // Private: host work spread over a few threads, for jobs that one thread would bound. The
 // staging memcpy of a pageable transfer, and an array built from a large host range: one thread's
-// memcpy moves a fraction of what PCIe carries (about 6 of 50 GB/s on the H100 machine). The first
+// memcpy moves a fraction of what PCIe carries (about 6 of 50 GB/s on an H100 system). The first
 // write to each page of managed memory that a prefetch brought back to the host: each takes a
 // fault, which one thread would take in turn.
 #pragma once

@@ -21,7 +21,7 @@ namespace {
 constexpr std::size_t staging_chunk = std::size_t{4} << 20;
 /// Staging blocks in flight: the host fills one while the DMA drains another. Four keep both
 /// busy through the jitter of a chunk's memcpy and DMA; two lost 0.3-0.5 ms of a 64 MB transfer
-/// on the H100 machine (2.3-2.6 ms instead of 1.8-2.1).
+/// on an H100 system (2.3-2.6 ms instead of 1.8-2.1).
 constexpr std::size_t staging_blocks = 4;
 
 void note_pageable_fallback(std::size_t bytes, const std::exception& why) {
@@ -223,7 +223,7 @@ class ExplicitStorage final : public TwoBufferStorage {
 
   /// Small copies (element and tile uploads) on an idle stream read their host bytes before the
   /// call returns (Runtime::copy_to_device_now()): no copy is left reading the host buffer, so no
-  /// event is recorded for later host writers and none of them waits. On the H100 machine the
+  /// event is recorded for later host writers and none of them waits. On an H100 system the
   /// event added about 2 us to a call of two small uploads and a kernel (17 to 19 us); one batched
   /// call that reads its sources at once took less than the two plain copies. On a busy stream the
   /// driver's batched call waits for the stream's earlier work (measured), which would hold the

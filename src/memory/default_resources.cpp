@@ -92,7 +92,7 @@ std::size_t device_budget(int device) {
     return *limit;
   }
   // The device's total memory, from its properties: it does not change, every adapter call reads
-  // the budget, and cudaMemGetInfo takes 8 us on the H100 machine (it made launch() 8 us slower).
+  // the budget, and cudaMemGetInfo takes 8 us on an H100 system (it made launch() 8 us slower).
   return detail::runtime().properties(device).total_memory;
 }
 

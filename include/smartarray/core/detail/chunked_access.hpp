@@ -35,7 +35,7 @@ namespace smartarray::detail {
 
 /// Chunks in flight at once, each with its own stream and its own buffer per array (double
 /// buffering): one chunk's upload runs while the other's kernel and download do. Three slots
-/// measured the same on the H100 machine, where the copy engines running both ways at once are the
+/// measured the same on an H100 system, where the copy engines running both ways at once are the
 /// bound (docs/residency.md).
 inline constexpr std::size_t chunk_slots = 2;
 
