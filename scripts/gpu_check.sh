@@ -4,6 +4,7 @@
 # (CUDA_VISIBLE_DEVICES narrows it). Logs go to gpu-out/ (and, packed, to $PACK_DIR when it is set);
 # a summary is last.
 #   bash scripts/gpu_check.sh [PHASE...] [--bench-filter REGEX] [--results DIR] [--wheels DIR]
+#                             [--numba-cuda-wheels DIR]
 #                             [--target-set SET]...
 # Phases, in this order whatever order they are given in (default: tests python, the whole suite):
 #   tests     build, then every GoogleTest binary on both backends (the longer differential
@@ -27,6 +28,12 @@
 #   JSON with its provenance (bench_main.hpp): copy it into benchmarks/results/ and run
 #   scripts/bench_report.py. --bench-filter makes it a partial set.
 # --wheels DIR installs scikit-build-core, nanobind and pytest offline from wheels in DIR.
+# --numba-cuda-wheels DIR: the python phase also runs with NVIDIA's numba-cuda as numba.cuda: a
+#   second venv (build-py/gpu-venv-numba-cuda) gets the numba-cuda and NumPy wheels of DIR (a
+#   NumPy that numba-cuda supports: 0.30 needs NumPy 2.2, not 2.5) in its own site-packages,
+#   where numba-cuda's .pth takes over numba.cuda (a folder shared through a .pth file does not
+#   run the .pth files in it); the phase checks numba.cuda.implementation == "NVIDIA" there, then
+#   runs pytest and the seed benchmark (python_bench_numba_cuda.json) again.
 # --target-set SET runs only that set of the targets phase (pipelines, modes, partial, multi_gpu;
 #   repeatable; default every set).
 # Environment:
@@ -94,12 +101,14 @@ out=gpu-out
 results="${out}/results"
 filter="."
 wheels=""
+numba_cuda_wheels=""
 phases=" "
 target_sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     tests | python | bench | targets | sanitize | mutation) phases+="$1 " ;;
     --wheels) wheels="$(realpath "$2")"; shift ;;
+    --numba-cuda-wheels) numba_cuda_wheels="$(realpath "$2")"; shift ;;
     --bench-filter) filter="$2"; shift ;;
     --results) results="$2"; shift ;;
     --target-set) target_sets+=("$2"); shift ;;
@@ -247,7 +256,31 @@ if has python; then
   mkdir -p "${results}"
   SMARTARRAY_BACKEND=cuda build-py/gpu-venv/bin/python python/benchmarks/bench_seed.py \
     --out "${results}/python_bench.json" > "${out}/python_bench.txt" 2>&1 || status=1
-  tail -n 40 "${out}/python_bench.txt" >> "${out}/summary.txt"
+  tail -n 50 "${out}/python_bench.txt" >> "${out}/summary.txt"
+  if [ -n "${numba_cuda_wheels}" ]; then
+    venv=build-py/gpu-venv-numba-cuda
+    [ -x "${venv}/bin/python" ] || "${PYTHON:-python3}" -m venv "${venv}"
+    "${venv}/bin/python" -m pip install -q --no-index --no-deps "${numba_cuda_wheels}"/*.whl
+    env "${pip_env[@]}" PYTHON="${PYTHON:-python3}" PYTHON_SHARE_SITE=1 VENV="${venv}" \
+      PYTHON_INSTALL_ONLY=1 CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" bash scripts/python_test.sh \
+      > "${out}/pytest_numba_cuda.log" 2>&1 || status=1
+    target=$("${venv}/bin/python" -c 'import numba.cuda as c, numpy
+print(getattr(c, "implementation", "Built-in"), "numpy", numpy.__version__)' 2>&1 | tail -1)
+    echo "numba-cuda venv: numba.cuda.implementation ${target}" | tee -a "${out}/summary.txt"
+    if [[ "${target}" == NVIDIA* ]]; then
+      env "${pip_env[@]}" PYTHON="${PYTHON:-python3}" PYTHON_SHARE_SITE=1 VENV="${venv}" \
+        CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" SMARTARRAY_BACKEND=cuda \
+        bash scripts/python_test.sh >> "${out}/pytest_numba_cuda.log" 2>&1 || status=1
+      echo "pytest (cuda, numba-cuda): $(grep -E '(passed|failed|error)' \
+        "${out}/pytest_numba_cuda.log" | tail -1)" | tee -a "${out}/summary.txt"
+      SMARTARRAY_BACKEND=cuda "${venv}/bin/python" python/benchmarks/bench_seed.py \
+        --out "${results}/python_bench_numba_cuda.json" > "${out}/python_bench_numba_cuda.txt" \
+        2>&1 || status=1
+      tail -n 50 "${out}/python_bench_numba_cuda.txt" >> "${out}/summary.txt"
+    else
+      status=1
+    fi
+  fi
   pack
 fi
 

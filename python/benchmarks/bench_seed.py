@@ -17,7 +17,11 @@ ending in a synchronize; the contenders of a case run interleaved):
                 out) to a cuda.jit kernel and to the ufunc, against the same call on Numba's own
                 device arrays (goal: <= 1.10x), on the default stream and on a stream of Numba's
                 (_stream rows: arrays made with stream=s, launched on s); each checks that its
-                calls copy nothing
+                calls copy nothing; with CuPy, the same call on CuPy arrays runs interleaved too
+                (_vs_cupy rows: the baseline once numba-cuda has removed its own arrays)
+The header names the CUDA target in use (numba.cuda.implementation: "Built-in", Numba's own, or
+"NVIDIA", numba-cuda, which takes over numba.cuda through a .pth file once installed in the
+interpreter's own site-packages) and its version.
   chain         a 10-kernel chain on SmartArrays passed themselves, against hand-written
                 to_device/copy_to_host (goal: <= 1.10x)
   export_us     the per-call cost of __cuda_array_interface__, gpu(readonly=True) and __dlpack__
@@ -94,10 +98,14 @@ def main():
             out[i] = alpha * x[i] + y[i]
 
     package, version = _numba.target_version(cuda)
+    implementation = getattr(cuda, "implementation", "Built-in")
+    print(f"CUDA target: numba.cuda.implementation = {implementation!r} ({package} {version}), "
+          f"fast path {'installed' if _numba.hooks_installed() else 'not installed'}")
     rng = np.random.default_rng(0)
     results = {"env": {"python": platform.python_version(), "device": sa.device_name(),
                        "gpus": len(sa.gpus), "numpy": np.__version__,
                        "numba": __import__("numba").__version__,
+                       "numba_cuda_implementation": implementation,
                        "numba_cuda_target": f"{package} {version}",
                        "numba_fast_path": _numba.hooks_installed(),
                        "cupy": cp.__version__ if cp else None, "reps": args.reps},
@@ -167,24 +175,34 @@ def main():
             sa_a, sa_b = sa.to_device(x, stream=stream), sa.to_device(y, stream=stream)
             sa_out = sa.device_array(n, np.float32, stream=stream)
             stream_sync = stream.synchronize if stream else sync
+            if cp is not None:
+                ca, cb, cout = cp.asarray(x), cp.asarray(y), cp.empty(n, cp.float32)
+                cp.cuda.Device().synchronize()
             contenders = {
                 "jit_add": (lambda: add_kernel[blocks, threads, stream](da, db, dout),
-                            lambda: add_kernel[blocks, threads, stream](sa_a, sa_b, sa_out)),
+                            lambda: add_kernel[blocks, threads, stream](sa_a, sa_b, sa_out),
+                            lambda: add_kernel[blocks, threads, stream](ca, cb, cout)),
                 "vectorize_add": (lambda: add_ufunc(da, db, out=dout, stream=stream),
-                                  lambda: add_ufunc(sa_a, sa_b, out=sa_out, stream=stream)),
+                                  lambda: add_ufunc(sa_a, sa_b, out=sa_out, stream=stream),
+                                  lambda: add_ufunc(ca, cb, out=cout, stream=stream)),
             }
-            for case, (numba_call, smart_call) in contenders.items():
+            where = ", on a stream of Numba's" if stream else ", default stream"
+            for case, (numba_call, smart_call, cupy_call) in contenders.items():
                 sa_out.copy_to_device(np.full(n, np.nan, np.float32), stream=stream)  # poison
                 smart_call()
                 np.testing.assert_allclose(sa_out.copy_to_host(), x + y)
                 with sa.expect_transfers():  # resident: the calls copy nothing
                     smart_call()
                     smart_call()
-                t_numba, t_smart = paired_medians([numba_call, smart_call], 4 * args.reps,
-                                                  stream_sync)
-                record(case + suffix, n, t_smart, t_numba, "smartarray/numba <= 1.10",
-                       "SmartArrays passed themselves" +
-                       (", on a stream of Numba's" if stream else ", default stream"))
+                calls = [numba_call, smart_call] + ([cupy_call] if cp is not None else [])
+                times = paired_medians(calls, 4 * args.reps, stream_sync)
+                record(case + suffix, n, times[1], times[0], "smartarray/numba <= 1.10",
+                       "SmartArrays passed themselves" + where)
+                if cp is not None:
+                    record(case + suffix + "_vs_cupy", n, times[1], times[2],
+                           "smartarray/cupy <= 1.00",
+                           f"the same call on CuPy arrays: {times[2] / times[0]:.2f}x Numba's"
+                           + where)
         if cp is not None:
             ca, cb = cp.asarray(dx), cp.asarray(dy)
             cout = cp.empty(n, cp.float32)
@@ -245,7 +263,8 @@ def main():
 
     with open(args.out, "w") as f:
         json.dump(results, f, indent=2)
-    print(f"\n{results['env']}\n")
+    print(f"\nCUDA target: numba.cuda.implementation = {implementation!r} "
+          f"({package} {version})\n{results['env']}\n")
     print(f"{'case':34} {'n':>10} {'smartarray ms':>14} {'baseline ms':>12} {'ratio':>7}  goal")
     for c in results["cases"]:
         print(f"{c['case']:34} {c['n']:>10} {c['smartarray_s'] * 1e3:>14.3f} "

@@ -16,7 +16,8 @@ from ._layout import (check_index, contiguous_order, contiguous_strides, normali
                       reshaped)
 from ._numba import NumbaType, ensure_hooks
 from ._streams import stream_handle
-from ._views import DeviceArrayView, device_object, keeper, ndarray_at, numba_device_array
+from ._views import (DeviceArrayView, device_object, keeper, ndarray_at, numba_device_array,
+                     numba_memory_view)
 
 READ, READ_WRITE, DISCARD = 0, 1, 2
 
@@ -366,6 +367,12 @@ class SmartArray(_ext._Core):
         dev = numba_device_array(self, ptr)
         return dev if dev is not None else DeviceArrayView(self, ptr, handle, access == READ)
 
+    def _numba_view(self, access, stream):
+        """The copy on `stream`'s device, acquired for `access` on `stream` (a numba-cuda kernel
+        launch), as cuda.core's StridedMemoryView."""
+        handle = stream if stream.__class__ is int else stream_handle(stream)
+        return numba_memory_view(self, self._device_ptr(access, handle))
+
     # --- __cuda_array_interface__ and DLPack (_interop.py) --------------------------------------
 
     @property
@@ -382,7 +389,8 @@ class SmartArray(_ext._Core):
         on the host backend."""
         return _interop.dlpack_device(self)
 
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=_interop.UNNAMED,
+                   copy=None):
         """A DLPack capsule; see _interop.dlpack for which copy and which stream."""
         return _interop.dlpack(self, stream, max_version, dl_device, copy)
 

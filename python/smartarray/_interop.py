@@ -45,16 +45,26 @@ def dlpack_device(array):
     return (kDLCPU, 0)
 
 
+#: The default of __dlpack__'s dl_device: a consumer that passes dl_device=None (NumPy) asks for
+#: the host copy with stream None, one that passes nothing follows __dlpack_device__.
+UNNAMED = object()
+
+
 def dlpack(array, stream, max_version, dl_device, copy):
     """A DLPack capsule: versioned ("dltensor_versioned", 1.0) when max_version >= (1, 0), else
     legacy ("dltensor").
 
-    Which copy: dl_device=(1, 0) the host copy, (2, n) the copy on device n (cuda backend only);
-    without dl_device, the host copy when stream is None (NumPy and every CPU consumer), else the
-    device copy that __dlpack_device__ names, acquired read_write on the array's stream (on that
-    device); the consumer's stream (None, 0 or 1: the legacy default stream, 2: per-thread, -1: no
-    synchronization asked) then waits for that work through an event, which is the stream handoff
-    of the protocol. The array never names the consumer's stream, which the consumer may destroy.
+    Which copy: dl_device=(1, 0) the host copy, (2, n) the copy on device n (cuda backend only).
+    Without a device, the copy that __dlpack_device__ names (on the cuda backend, the device),
+    acquired read_write on the array's stream (on that device), whenever the consumer names a
+    stream, or speaks DLPack 1.0 (max_version) without passing dl_device at all: such a consumer
+    read __dlpack_device__ first, and stream None is the legacy default stream for it (the
+    protocol's rule; cuda.core, and so numba-cuda, call so for the default stream). The host copy
+    when the consumer names neither a stream nor a device: NumPy's from_dlpack (dl_device=None
+    passed, or an old one that passes nothing) and every CPU consumer. The consumer's stream (None,
+    0 or 1: the legacy default stream, 2: per-thread, -1: no synchronization asked) then waits for
+    the array's work through an event, which is the stream handoff of the protocol. The array
+    never names the consumer's stream, which the consumer may destroy.
     A host export is made valid (one D2H when stale): a read acquire flagged READ_ONLY in a
     versioned capsule; a read_write acquire (device becomes stale) in a legacy one.
     copy=True: a host copy (NumPy's); copy=True on the device raises BufferError.
@@ -66,6 +76,9 @@ def dlpack(array, stream, max_version, dl_device, copy):
         raise ValueError(f"__dlpack__: stream {stream} is neither -1 nor a stream")
     on_cuda = _ext.backend() == "cuda"
     device = None
+    device_named = dl_device is not UNNAMED
+    if not device_named:
+        dl_device = None
     if dl_device is not None:
         dev_type, dev_id = _pair(dl_device, "dl_device")
         if dev_type == kDLCPU and dev_id != 0:
@@ -78,7 +91,7 @@ def dlpack(array, stream, max_version, dl_device, copy):
             raise BufferError(f"__dlpack__: unsupported dl_device {tuple(dl_device)}")
         on_host = dev_type == kDLCPU
     else:
-        on_host = stream is None or not on_cuda
+        on_host = not on_cuda or (stream is None and (device_named or max_version is None))
     if on_host:
         if stream is not None and stream != -1 and on_cuda and dl_device is None:
             raise BufferError("__dlpack__: a stream with a host export")

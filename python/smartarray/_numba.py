@@ -1,34 +1,42 @@
 """SmartArrays passed straight to Numba's ``@cuda.jit`` kernels and ``@vectorize(target='cuda')``
-ufuncs, at the speed of Numba's own device arrays.
+ufuncs, at the speed of the CUDA target's own arrays, on both targets: the one built into Numba
+and NVIDIA's numba-cuda (``numba.cuda.implementation == "NVIDIA"``), which replaces it once
+installed and is retiring its host-side array API (``cuda.to_device``, ``DeviceNDArray``).
 
-Through ``__cuda_array_interface__`` alone, Numba types a foreign array from its CAI dict and
-builds a new device array from it at every launch, synchronizing the stream that the dict names:
-about 0.13 ms an argument. Here instead:
+Through the array protocols alone, the target types a foreign array and builds a view of it at
+every launch: Numba's built-in target a DeviceNDArray from ``__cuda_array_interface__``,
+synchronizing the stream that the dict names (about 0.13 ms an argument); numba-cuda a
+StridedMemoryView from ``__dlpack__``. Here instead:
 
-- typing: ``SmartArray._numba_type_`` (Numba's documented typing hook) gives the array type
-  without touching the data;
+- typing: ``SmartArray._numba_type_`` (the targets' documented typing hook, which both check
+  before any protocol) gives the array type without touching the data, cached per dtype,
+  dimension and layout;
 - kernel arguments: a SmartArray is acquired ``read_write`` on the launch stream (a kernel does
-  not say which arguments it writes, as with Numba's SmartArray) and handed to Numba as its own
-  device array, made once per device copy and cached;
+  not say which arguments it writes, as with Numba's SmartArray) and handed over as the object
+  the target takes as it is, made once per device copy and cached: numba-cuda's launch gets
+  cuda.core's ``StridedMemoryView`` (what it makes of any CAI or DLPack argument, and passes
+  through untouched), Numba's built-in target its own device array;
 - ufuncs: inputs are acquired ``read`` and ``out=`` ``discard`` (the ufunc overwrites it) on the
-  ufunc's stream, and ``out=`` is returned as the SmartArray itself.
+  ufunc's stream, handed over as the target's device array (what its ufunc machinery makes of
+  every argument), and ``out=`` is returned as the SmartArray itself.
 
 Acquiring on the launch stream keeps the residency exact: the array's next use, on any stream or
-on the host, waits for the kernel. The hooks replace ``wrap_arg`` in Numba's CUDA dispatcher and
-wrap ``CUDAUFuncMechanism.call``, which are Numba internals: they are installed only for the
-versions listed in ``SUPPORTED`` (tested), and any other version takes the interface path, which
-is correct but slower. ``SMARTARRAY_NUMBA_DEVICE_ARRAY=0`` turns them off as well.
+on the host, waits for the kernel. The hooks replace ``wrap_arg`` in the target's dispatcher (the
+kernel argument's ``ArgHint``, a public class of ``numba.cuda.args``) and wrap
+``CUDAUFuncMechanism.call``, which are internals: they are installed only for the versions listed
+in ``SUPPORTED`` (tested), and any other version takes the interface path, which is correct but
+slower, with one warning naming the version. ``SMARTARRAY_NUMBA_DEVICE_ARRAY=0`` turns them off
+as well.
 """
 import importlib.metadata
 import sys
+import warnings
 
 from ._views import numba_cuda
 
-#: Numba's CUDA targets the hooks are installed for, by release series: the target built into
-#: Numba itself. numba-cuda (NVIDIA's, which becomes ``numba.cuda`` once installed) takes the
-#: interface path: its 0.30 compiles nothing with NumPy 2.5 (``np.row_stack`` is gone), so the
-#: hooks could not be tested with it.
-SUPPORTED = {"numba-cuda": (), "numba": ("0.68.",)}
+#: The CUDA targets the hooks are installed for, by release series: numba-cuda 0.30 (tested with
+#: 0.30.4 on NumPy 2.2) and the target built into Numba 0.68.
+SUPPORTED = {"numba-cuda": ("0.30.",), "numba": ("0.68.",)}
 
 READ, READ_WRITE, DISCARD = 0, 1, 2
 _installed = None  # None: not decided yet; then True or False
@@ -64,6 +72,13 @@ def ensure_hooks():
     _installed = supported(cuda)
     if _installed:
         _install(cuda)
+    else:
+        package, version = target_version(cuda)
+        warnings.warn(
+            f"smartarray: {package} {version} is not among the versions whose kernel and ufunc "
+            f"fast path is tested ({package} {', '.join(s + 'x' for s in SUPPORTED[package])}); "
+            "SmartArrays reach its kernels through __dlpack__ / __cuda_array_interface__, which "
+            "is correct but builds a view at every launch", RuntimeWarning, stacklevel=2)
     return _installed
 
 
@@ -107,11 +122,16 @@ def _install(cuda):
 
     from ._array import SmartArray
 
+    nvidia = getattr(cuda, "implementation", "Built-in") == "NVIDIA"
+
     class KernelArgument(args.ArgHint):
         """A SmartArray argument of a kernel launch: read_write on the launch stream, handed over
-        as Numba's own device array (what InOut of a device array hands over)."""
+        as what the target's launch takes without a copy (numba-cuda: a StridedMemoryView; the
+        built-in target: its own device array, what InOut of a device array hands over)."""
 
         def to_device(self, retr, stream=0):
+            if nvidia:
+                return self.value._numba_view(READ_WRITE, stream)
             return self.value._numba_array(READ_WRITE, stream)
 
     original_wrap_arg = dispatcher.wrap_arg

@@ -134,6 +134,26 @@ def numba_device_array(owner, ptr):
     return dev
 
 
+def numba_memory_view(owner, ptr):
+    """cuda.core's StridedMemoryView over `owner`'s device copy at `ptr`, made once per device
+    pointer and cached on the array: the kernel argument of numba-cuda, whose launch takes a
+    StridedMemoryView as it is (the object it makes from any CAI or DLPack argument), with no
+    export, copy or synchronization per launch."""
+    cache = owner.__dict__.get("_numba_views")
+    if cache is not None:
+        view = cache.get(ptr)
+        if view is not None:
+            return view
+    from cuda.core.utils import StridedMemoryView
+
+    # stream_ptr=-1: the acquire on the launch stream orders it; nothing to wait for here.
+    view = StridedMemoryView.from_cuda_array_interface(_CaiCarrier(owner, ptr), stream_ptr=-1)
+    if cache is None:
+        cache = owner._numba_views = {}
+    cache[ptr] = view
+    return view
+
+
 def device_object(owner, ptr, handle, readonly):
     """The object that gpu() and device_view() return: on the default stream and with Numba in
     use, Numba's own device array over the copy (the default stream orders Numba's default-stream
@@ -147,9 +167,10 @@ def device_object(owner, ptr, handle, readonly):
 
 
 class _CaiCarrier:
-    """The CAI of a device copy for Numba's as_cuda_array. It keeps the C++ array alive but not
-    the Python SmartArray, which caches the Numba array made from it: no reference cycle, so the
-    device memory goes back to the pool as soon as the last reference goes, not at a GC pass."""
+    """The CAI of a device copy for Numba's as_cuda_array and cuda.core's StridedMemoryView. It
+    keeps the C++ array alive but not the Python SmartArray, which caches the Numba array or view
+    made from it: no reference cycle, so the device memory goes back to the pool as soon as the
+    last reference goes, not at a GC pass."""
 
     __slots__ = ("__cuda_array_interface__", "_core")
 

@@ -189,6 +189,117 @@ def test_cai_stream_is_waited_for_by_the_consumer(numba_cuda):
     np.testing.assert_array_equal(d.copy_to_host(), src)
 
 
+def test_numba_cuda_kernel_arguments_are_cached_memory_views(numba_cuda):
+    """numba-cuda's fast path: a SmartArray argument is acquired on the launch stream and handed
+    over as one cuda.core StridedMemoryView per device copy, made once; steady-state launches on
+    resident arrays copy nothing, and the results are exact."""
+    if getattr(numba_cuda, "implementation", "Built-in") != "NVIDIA" or \
+            not _numba.hooks_installed():
+        pytest.skip("needs numba-cuda with the fast path (numba.cuda.implementation == 'NVIDIA')")
+    from cuda.core.utils import StridedMemoryView
+    cuda = numba_cuda
+
+    @cuda.jit
+    def axpy(alpha, x, y, out):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            out[i] = alpha * x[i] + y[i]
+
+    x, y = random_array(N, np.float32, 5), random_array(N, np.float32, 6)
+    a, b = sa.to_device(x), sa.to_device(y)
+    out = sa.device_array(N, np.float32)
+    view = out._numba_view(1, 0)
+    assert isinstance(view, StridedMemoryView) and out._numba_view(1, 0) is view
+    assert view.ptr == _ptr(out.gpu()) and view.shape == (N,)
+    for stream in (0, cuda.stream()):
+        out.copy_to_device(np.full(N, np.nan, np.float32))  # poison
+        with sa.expect_transfers(d2h=1):  # resident: only the result's read
+            axpy[(N + 255) // 256, 256, stream](np.float32(3), a, b, out)
+            got = out.host()
+        np.testing.assert_allclose(got, 3 * x + y, rtol=1e-6)
+        assert not a.is_valid("host")  # kernel arguments are read_write acquires
+
+
+def test_a_kernel_rejects_a_smartarray_of_another_type_as_numba_does(numba_cuda):
+    """The type comes from SmartArray._numba_type_: a kernel compiled for float32 and int32
+    vectors refuses a float64 SmartArray with Numba's own error, which names the array's type.
+    (A kernel of one signature is not type-checked at launch, by either target.)"""
+    cuda = numba_cuda
+
+    @cuda.jit(["void(float32[::1])", "void(int32[::1])"])
+    def touch(x):
+        x[0] = 1
+
+    a = sa.SmartArray(random_array(16, np.float64))
+    with pytest.raises(TypeError, match=r"array\(float64, 1d, C\)"):
+        touch[1, 1](a)
+    assert a.is_valid("host") and not a.is_valid("gpu")  # refused before any acquire
+
+
+def test_an_unsupported_target_version_warns_once_and_takes_the_interface_path(numba_cuda,
+                                                                               monkeypatch):
+    sa.SmartArray(np.ones(4))  # decides the fast path for the version in use
+    package, version = _numba.target_version(numba_cuda)
+    monkeypatch.setitem(_numba.SUPPORTED, package, ())
+    monkeypatch.setattr(_numba, "_installed", None)
+    with pytest.warns(RuntimeWarning, match=f"{package} {version} is not among"):
+        assert _numba.ensure_hooks() is False
+    assert _numba.ensure_hooks() is False  # decided: no second warning
+
+
+def test_a_default_stream_dlpack_consumer_gets_the_device_copy(numba_cuda):
+    """cuda.core (numba-cuda's argument path for any DLPack object) reads __dlpack_device__, then
+    calls __dlpack__(stream=None, max_version=(1, 0)) for the default stream: the protocol's
+    legacy default stream, so the device copy, acquired read_write (the consumer may write it).
+    NumPy passes dl_device=None and gets the host copy."""
+    utils = pytest.importorskip("cuda.core.utils")
+    src = random_array(N, np.float32, 7)
+    a = sa.SmartArray(src)
+    start = sa.transfer_stats()
+    view = utils.StridedMemoryView.from_dlpack(a, stream_ptr=0)
+    assert view.is_device_accessible and view.ptr == _ptr(a.gpu(readonly=True))
+    assert a.is_valid("gpu") and not a.is_valid("host")
+    assert _counts(start) == {"h2d_count": 1, "d2h_count": 0, "d2d_count": 0}
+    x = np.from_dlpack(a)  # dl_device=None, stream None: the host copy (one D2H)
+    np.testing.assert_array_equal(x, src)
+    assert _counts(start) == {"h2d_count": 1, "d2h_count": 1, "d2d_count": 0}
+
+
+def test_a_numba_cuda_kernel_on_any_dlpack_object_over_a_smartarray_is_correct(numba_cuda):
+    """The interface path, as numba-cuda takes it for an array it has no fast path for (an object
+    that only forwards the protocols): on the default stream it writes the device copy, which the
+    residency then knows, so the host reads the kernel's results (not a stale copy)."""
+    if getattr(numba_cuda, "implementation", "Built-in") != "NVIDIA":
+        pytest.skip("numba-cuda's DLPack argument path")
+    cuda = numba_cuda
+
+    class Protocols:
+        def __init__(self, array):
+            self.array = array
+
+        def __dlpack__(self, **kwargs):
+            return self.array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+
+    @cuda.jit
+    def twice(x, out):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            out[i] = 2 * x[i]
+
+    src = random_array(N, np.float32, 8)
+    x = sa.SmartArray(src)
+    out = sa.SmartArray(np.full(N, np.nan, np.float32))
+    out.gpu(readonly=True)  # valid on both sides: a write through a host pointer would leave
+    # the device copy stale while still counted valid
+    twice[(N + 255) // 256, 256](Protocols(x), Protocols(out))
+    assert out.is_valid("gpu") and not out.is_valid("host")
+    np.testing.assert_array_equal(out.host(), 2 * src)
+    np.testing.assert_array_equal(out.gpu(readonly=True).copy_to_host(), 2 * src)
+
+
 def test_import_numba_device_array(numba_cuda):
     cuda = numba_cuda
     src = random_array((64, 32), np.int32)
