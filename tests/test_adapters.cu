@@ -1,6 +1,7 @@
 // The kernel adapters (launch, transform, map, reduce, copy, fill) and shaped views, with exact
 // transfer counts. Every body runs on the host and on the cuda backend, except those that launch a
 // raw __global__ kernel, which skip themselves on the host backend.
+#include "support/functors.hpp"
 #include "support/test_support.hpp"
 
 #include "support/device_ops.cuh"
@@ -35,9 +36,7 @@ constexpr std::size_t n = 5000;
 
 // --- functors (namespace scope: nvcc cannot place device lambdas in a TEST body) ----------------
 
-struct Add {
-  SMARTARRAY_HOST_DEVICE float operator()(float x, float y) const { return x + y; }
-};
+using smartarray::test::Add;
 struct Axpy {
   SMARTARRAY_HOST_DEVICE float operator()(float a, float x, float y) const { return a * x + y; }
 };

@@ -2,6 +2,7 @@
 // the strict host warnings, the host backend runs every functor on the host, and on the cuda
 // backend the adapters that need a kernel of their own say that the caller must be compiled by
 // nvcc.
+#include "support/functors.hpp"
 #include "support/test_support.hpp"
 
 #include <smartarray/smartarray.hpp>
@@ -24,9 +25,7 @@ namespace {
 
 constexpr std::size_t n = 3000;
 
-struct Add {
-  float operator()(float x, float y) const { return x + y; }
-};
+using smartarray::test::Add;
 
 template <typename T>
 std::vector<T> host_copy(const SmartArray<T>& a) {

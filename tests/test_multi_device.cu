@@ -3,6 +3,7 @@
 // every wait is an event of the writer's stream. Exact transfer counts, on the host backend with
 // SMARTARRAY_HOST_DEVICES=2 (CTest runs it with and without peer access) and on the cuda backend
 // with two GPUs or more (the tests use devices 0 and 1); with one device every test skips.
+#include "support/functors.hpp"
 #include "support/test_support.hpp"
 
 #include "support/device_ops.cuh"
@@ -72,9 +73,7 @@ struct DeviceResourceScope {
   sa::MemoryResource* previous_;
 };
 
-struct Add {
-  SMARTARRAY_HOST_DEVICE float operator()(float p, float q) const { return p + q; }
-};
+using smartarray::test::Add;
 struct Twice {
   SMARTARRAY_HOST_DEVICE float operator()(float p) const { return 2 * p; }
 };

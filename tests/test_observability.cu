@@ -2,6 +2,7 @@
 // number and label, and the line of the user's call that caused the copy, whatever the call. Each
 // line names the device, whatever the number of devices: these tests work on the current device,
 // device 0 (no test changes it), so the lines they look for read "device 0".
+#include "support/functors.hpp"
 #include "support/test_support.hpp"
 
 #include "support/device_ops.cuh"
@@ -38,9 +39,7 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
-struct Add {
-  SMARTARRAY_HOST_DEVICE float operator()(float x, float y) const { return x + y; }
-};
+using smartarray::test::Add;
 
 /// The trace lines written since `start` (a length of the trace file).
 std::vector<std::string> trace_lines_since(std::size_t start) {

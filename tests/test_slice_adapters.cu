@@ -2,6 +2,7 @@
 // counts: a slice moves only the bytes of its range that a side lacks, and a write marks only its
 // range stale on the other side. Every body runs on the host and on the cuda backend, except those
 // that launch a raw __global__ kernel, which skip themselves on the host backend.
+#include "support/functors.hpp"
 #include "support/test_support.hpp"
 
 #include "support/device_ops.cuh"
@@ -34,9 +35,7 @@ constexpr std::size_t n = 4000;
 
 // --- functors (namespace scope: nvcc cannot place device lambdas in a TEST body) ----------------
 
-struct Add {
-  SMARTARRAY_HOST_DEVICE float operator()(float x, float y) const { return x + y; }
-};
+using smartarray::test::Add;
 struct TwicePlusOne {
   SMARTARRAY_HOST_DEVICE float operator()(float x) const { return x * 2 + 1; }
 };

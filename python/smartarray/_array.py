@@ -73,7 +73,8 @@ class SmartArray(_ext._Core):
                                      "copy; a zero-copy import keeps the producer's")
                 _interop.adopt(self, obj, device)
                 return
-            obj = obj.copy_to_host() if isinstance(obj, SmartArray) else _interop.to_numpy(obj)
+            obj = (obj.copy_to_host() if isinstance(obj, SmartArray)
+                   else _interop.to_numpy(obj, SmartArray))
         if not copy:
             raise ValueError(
                 "SmartArray(obj, copy=False): the C++ array owns its host copy, so host memory "

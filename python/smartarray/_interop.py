@@ -120,16 +120,26 @@ def _pair(value, name):
 
 # --- imports ---------------------------------------------------------------------------------------
 
-def to_numpy(obj):
-    """A host copy of a device producer (for SmartArray(obj, copy=True))."""
-    return from_dlpack(obj).copy_to_host()
+def wrapped(cls, x):
+    """A new `cls` (SmartArray) that wraps producer `x`'s memory without a copy (adopt())."""
+    out = cls.__new__(cls)
+    _ext._Core.__init__(out)
+    out.stream = 0
+    out._stream_object = None
+    out._owner = None
+    adopt(out, x)
+    return out
+
+
+def to_numpy(obj, cls):
+    """A host copy of a device producer (for SmartArray(obj, copy=True), whose class is `cls`)."""
+    return wrapped(cls, obj).copy_to_host()
 
 
 def adopt(self, obj, device=None):
-    """Makes `self` a zero-copy wrapper of a producer's memory (from_dlpack / asarray)."""
-    from ._array import SmartArray
-
-    if isinstance(obj, SmartArray):
+    """Makes `self` a zero-copy wrapper of a producer's memory (from_dlpack / asarray). A
+    producer that is a SmartArray (the only Python class over the C++ core) is shared."""
+    if isinstance(obj, _ext._Core):
         self._share(obj)
         self._owner = obj._owner
         self._configure(obj.shape, obj.dtype, obj._order)
@@ -195,36 +205,3 @@ def _import(obj):
         return ptr, kDLCUDA, ordinal, shape, cai.get("strides"), dt, obj
     raise TypeError(f"from_dlpack: {type(obj).__name__} has neither __dlpack__ nor "
                     "__cuda_array_interface__")
-
-
-def from_dlpack(x):
-    """Imports a DLPack (or CAI) producer of CUDA memory without a copy, as a SmartArray that does
-    not own its memory, valid on the producer's device only. A CPU producer (NumPy) is copied
-    into a host-valid array instead: CPU memory cannot serve as the device copy."""
-    from ._array import SmartArray
-
-    out = SmartArray.__new__(SmartArray)
-    _ext._Core.__init__(out)
-    out.stream = 0
-    out._stream_object = None
-    out._owner = None
-    adopt(out, x)
-    return out
-
-
-def asarray(x, dtype=None):
-    """`x` as a SmartArray: itself when it is one, a zero-copy import of a device producer
-    (DLPack or CAI), else a host copy of the array-like."""
-    from ._array import SmartArray
-
-    if isinstance(x, SmartArray):
-        if dtype is not None and check_dtype(dtype) != x.dtype:
-            raise ValueError("asarray: a dtype conversion needs a copy")
-        return x
-    if not isinstance(x, np.ndarray) and (hasattr(x, "__cuda_array_interface__") or
-                                          hasattr(x, "__dlpack__")):
-        out = from_dlpack(x)
-        if dtype is not None and check_dtype(dtype) != out.dtype:
-            raise ValueError("asarray: a dtype conversion needs a copy")
-        return out
-    return SmartArray(x, dtype=dtype)

@@ -32,6 +32,7 @@ import importlib.metadata
 import sys
 import warnings
 
+from . import _ext
 from ._views import numba_cuda
 
 #: The CUDA targets the hooks are installed for, by release series: numba-cuda 0.30 (tested with
@@ -120,8 +121,9 @@ class NumbaType:
 def _install(cuda):
     from numba.cuda import args, dispatcher, vectorizers
 
-    from ._array import SmartArray
-
+    # A SmartArray, without importing _array (which imports this module): SmartArray is the one
+    # Python class over the C++ core, whose other objects (keepers) never reach user code.
+    SmartArray = _ext._Core
     nvidia = getattr(cuda, "implementation", "Built-in") == "NVIDIA"
 
     class KernelArgument(args.ArgHint):

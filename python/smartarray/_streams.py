@@ -113,3 +113,8 @@ def from_protocol_stream(value):
     if value is None or value in (0, 1, -1):
         return 0
     return int(value)
+
+
+def synchronize(stream=0):
+    """Waits for the work queued on `stream` (any stream kind, or an int handle)."""
+    _ext._synchronize(stream_handle(stream))
