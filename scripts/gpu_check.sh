@@ -180,13 +180,11 @@ if has tests || has bench || has targets || has sanitize; then
   [ -n "${CUDA_ARCHS:-}" ] && configure+=(-DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS}")
   cmake -S . -B "${build}" "${configure[@]}" > "${out}/configure.log" 2>&1 ||
     { tail -50 "${out}/configure.log"; exit 1; }
-  # Without the tests and sanitize phases, only the benchmarks are built.
+  # Without the tests and sanitize phases, only the benchmarks are built: those the build defines
+  # (the CMake target smartarray_benchmarks; bench_rmm only in a build with RMM).
   targets=()
   if ! has tests && ! has sanitize; then
-    for source in benchmarks/bench_*.cu benchmarks/bench_*.cpp; do
-      name=$(basename "${source%.*}")
-      [ "${name}" = bench_main ] || targets+=(--target "${name}")
-    done
+    targets=(--target smartarray_benchmarks)
   fi
   cmake --build "${build}" -j "${jobs}" "${targets[@]}" > "${out}/build.log" 2>&1 ||
     { grep -E "error|Error" -A3 "${out}/build.log" | head -80; exit 1; }
