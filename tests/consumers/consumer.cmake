@@ -10,8 +10,8 @@
 #     tests/consumers/<consumer> configured with plain `cmake` and no flags of its own (a
 #     find_package consumer gets only CMAKE_PREFIX_PATH=WORK/prefix), built, and its app run on the
 #     host backend: it computes on random data, checks its result and exits non-zero on a
-#     mismatch. Also checked: the app's compile line has exactly one -std= flag, and the build
-#     never looked for GoogleTest or Google Benchmark. HOST_ONLY: PATH without nvcc and no CUDACXX,
+#     mismatch. Also checked: the app's compile line has exactly one -std= flag, its link line
+#     one CUDA runtime, and the build never looked for GoogleTest or Google Benchmark. HOST_ONLY: PATH without nvcc and no CUDACXX,
 #     as a C++-only consumer must not need the CUDA compiler.
 #   cmake -DSTEP=project ... -P consumer.cmake
 #     The whole project configured with default options (tests, examples and benchmarks on, so
@@ -92,6 +92,21 @@ elseif(STEP STREQUAL "consumer")
     message(FATAL_ERROR "${NAME}: expected one -std flag on the app's compile line, got "
       "'${stds}' in: ${line}")
   endif()
+  # The app's link line: one CUDA runtime, the library's, never also CMake's default.
+  file(STRINGS ${log} links REGEX " -o app( |$)")
+  list(POP_BACK links link)
+  set(runtimes "")
+  if(link MATCHES "cudart_static")
+    list(APPEND runtimes static)
+  endif()
+  if(link MATCHES "libcudart\\.so|-lcudart( |$)")
+    list(APPEND runtimes shared)
+  endif()
+  list(LENGTH runtimes count)
+  if(NOT count EQUAL 1)
+    message(FATAL_ERROR "${NAME}: expected one CUDA runtime on the app's link line, got "
+      "'${runtimes}' in: ${link}")
+  endif()
   file(STRINGS ${dir}/CMakeCache.txt looked_for REGEX "^(GTest_DIR|benchmark_DIR):")
   if(looked_for)
     message(FATAL_ERROR "${NAME}: GoogleTest or Google Benchmark was looked for: ${looked_for}")
@@ -103,7 +118,7 @@ elseif(STEP STREQUAL "consumer")
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${NAME}: the app failed (${rc}): ${out}")
   endif()
-  message("${NAME} (CMake ${CMAKE_VERSION}, ${stds}): ${out}")
+  message("${NAME} (CMake ${CMAKE_VERSION}, ${stds}, ${runtimes} CUDA runtime): ${out}")
 
 elseif(STEP STREQUAL "project")
   file(REMOVE_RECURSE ${WORK}/project)
