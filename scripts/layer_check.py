@@ -17,8 +17,8 @@ LAYERS = ["base", "diagnostics", "runtime", "memory", "views", "core", "adapters
 
 def layer_of(name):
     """The layer index of a file named relative to include/smartarray/ or to the root (src/...):
-    its first folder names it; files at the top (config.hpp, error.hpp, src/environment.cpp) and
-    the private detail/ folder are the base, the graph layer's umbrella graph.hpp is the graph
+    its first folder names it; files at the top (config.hpp, error.hpp) and
+    the private detail/ folders (include/smartarray/detail/, src/detail/) are the base, the graph layer's umbrella graph.hpp is the graph
     layer's, smartarray.hpp is the umbrella, and the distributed layer, with its umbrella
     distributed.hpp, sits above it."""
     parts = name.split("/")

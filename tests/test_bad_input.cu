@@ -8,7 +8,7 @@
 // deleted, a range of volatile elements, std::allocator in every allocator-extended constructor).
 #include <gtest/gtest.h>
 
-#include <smartarray/detail/environment.hpp>
+#include "detail/environment.hpp"
 #include <smartarray/smartarray.hpp>
 
 #include <cstdint>

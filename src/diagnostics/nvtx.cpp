@@ -3,7 +3,7 @@
 #include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/diagnostics/observability.hpp>
 #include <smartarray/error.hpp>
-#include <smartarray/detail/environment.hpp>
+#include "detail/environment.hpp"
 
 #include <nvtx3/nvToolsExt.h>
 

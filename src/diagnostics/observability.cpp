@@ -1,6 +1,6 @@
 // Counters, the ExpectTransfers guard and the migration trace.
 #include <smartarray/diagnostics/observability.hpp>
-#include <smartarray/detail/environment.hpp>
+#include "detail/environment.hpp"
 #include <smartarray/error.hpp>
 
 #include <array>

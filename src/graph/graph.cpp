@@ -1,7 +1,7 @@
 // The graph layer: a capture session (open, end, or drop after an error) and the replays of its
-// graph. The arrays' part is core/detail/array_capture.hpp, the backends' runtime/detail/capture.hpp.
+// graph. The arrays' part is core/array_core/capture.hpp, the backends' runtime/detail/capture.hpp.
 #include <smartarray/graph/graph.hpp>
-#include <smartarray/core/detail/array_capture.hpp>
+#include "core/array_core/capture.hpp"
 #include <smartarray/core/detail/array_core.hpp>
 #include <smartarray/core/detail/stream_order.hpp>
 #include <smartarray/memory/memory_resource.hpp>

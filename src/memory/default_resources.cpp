@@ -1,6 +1,6 @@
 // The built-in per-device resources: statistics over a pool over the raw upstream, built on first
 // use and leaked on purpose (the backend, streams and arrays may outlive static destruction).
-#include <smartarray/detail/environment.hpp>
+#include "detail/environment.hpp"
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/upstream_resources.hpp>

@@ -2,7 +2,7 @@
 // around each backend's do_* functions, recycled events, and the public stream API.
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/runtime/detail/capture.hpp>
-#include <smartarray/detail/environment.hpp>
+#include "detail/environment.hpp"
 #include <smartarray/diagnostics/debug.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/diagnostics/observability.hpp>

@@ -16,7 +16,7 @@
 
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/config.hpp>
-#include <smartarray/detail/environment.hpp>
+#include "detail/environment.hpp"
 
 #include <algorithm>
 #include <cstddef>

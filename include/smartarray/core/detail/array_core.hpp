@@ -316,7 +316,7 @@ class ArrayCore {
     /// at once, in parallel (parallel_prefault_for_write), before it gets the pointer.
     bool host_write_faults_pending = false;
   };
-  // --- graphs (core/detail/array_capture.hpp, src/core/array_capture.cpp) ---
+  // --- graphs (src/core/array_core/capture.hpp and capture.cpp) ---
   /// Ends this array's part in the capture that `entry` describes: its stream-order tracker comes
   /// back, and host access is allowed again.
   void end_capture(CapturedArray& entry) noexcept;

@@ -1,9 +1,10 @@
 // The array behind SmartArray<T>, as an orchestrator: the acquires (host, device, range, element)
 // and the Numba-style change marks. Each acquire asks the residency state machine
-// (core/detail/residency_state.hpp) for a plan, has it carried out (copy_plans.cpp) through the
+// (core/detail/residency_state.hpp) for a plan, has it carried out (copies.cpp) through the
 // storage strategy of its memory mode (storage.hpp), and commits the new state. The device copies,
 // their buffers and eviction are in device_copies.cpp; construction and moves in
-// array_lifetime.cpp; the host buffer and the vector operations in host_buffer.cpp.
+// lifetime.cpp; the host buffer and the vector operations in host_buffer.cpp (all of them in
+// src/core/array_core/, which holds every member of ArrayCore).
 #include <smartarray/core/detail/array_core.hpp>
 #include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
@@ -12,7 +13,7 @@
 #include "core/storage.hpp"
 #include "core/transaction.hpp"
 
-#include <smartarray/core/detail/array_capture.hpp>
+#include "core/array_core/capture.hpp"
 
 #include <algorithm>
 

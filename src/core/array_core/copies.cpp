@@ -158,15 +158,6 @@ void ArrayCore::upload_chunk(std::byte* device, ByteRange range, StreamRef strea
   chunk.note_transfer(TransferKind::h2d, range.size());
 }
 
-void ArrayCore::note_message(TransferKind kind, std::size_t bytes, int peer, const char* reason,
-                             const smartarray::source_location& where) {
-  const TransferEvent message{.kind = kind, .bytes = bytes, .reason = reason, .array_id = id(),
-                              .label = trace_label(), .where = where, .device = -1, .peer = peer};
-  // Handed to MPI or NCCL, a message is a mark on the timeline, not a range.
-  nvtx_mark_transfer(message);
-  emit_transfer(message, &counters_);
-}
-
 void ArrayCore::download_chunk(const std::byte* device, ByteRange range, StreamRef stream,
                                const smartarray::source_location& where) {
   Transaction transaction(*this, Transaction::Kind::inspect, &where);

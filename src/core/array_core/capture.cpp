@@ -1,6 +1,6 @@
 // The arrays' part in graphs: what a capture records of each device acquire, and the fix-up,
-// ordering and postcondition of each replay (core/detail/array_capture.hpp).
-#include <smartarray/core/detail/array_capture.hpp>
+// ordering and postcondition of each replay (core/array_core/capture.hpp).
+#include "core/array_core/capture.hpp"
 #include <smartarray/core/detail/array_core.hpp>
 #include <smartarray/runtime/detail/capture.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>

@@ -2,7 +2,7 @@
 // the copies that only a device holds (made there, or wrapped), eviction and release. See
 // core/detail/array_core.hpp.
 #include <smartarray/core/detail/array_core.hpp>
-#include <smartarray/core/detail/array_capture.hpp>
+#include "core/array_core/capture.hpp"
 #include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>

@@ -1,5 +1,5 @@
 // The parser of the SMARTARRAY_* environment variables. See detail/environment.hpp.
-#include <smartarray/detail/environment.hpp>
+#include "detail/environment.hpp"
 #include <smartarray/error.hpp>
 
 #include <cerrno>

@@ -1,5 +1,5 @@
 /**
- * @file core/detail/array_capture.hpp
+ * @file core/array_core/capture.hpp
  * @brief Private: what a capture learns about each array it touches, and what a graph keeps of it
  * to replay with exact residency (the graph layer, graph/graph.hpp, drives both).
  *

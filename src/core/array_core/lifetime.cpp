@@ -1,7 +1,7 @@
 // ArrayCore's lifetime: construction (the deep copy of the valid data), moves and swaps, the
 // resources and the eviction registration that go with them, and the array's number and label.
 #include <smartarray/core/detail/array_core.hpp>
-#include <smartarray/core/detail/array_capture.hpp>
+#include "core/array_core/capture.hpp"
 #include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
