@@ -488,7 +488,7 @@ TEST(HostRuntime, RegisterHostRejectsOverlaps) {
   EXPECT_TRUE(contains(message, detail::concat(static_cast<void*>(base + 512)))) << message;
   EXPECT_TRUE(contains(message, "1024 bytes")) << message;
 
-  rt->register_host(base + 1024, 1024, detail::pinned_mapped);  // adjacent is fine
+  rt->register_host(base + 1024, 1024, pinned_mapped);  // adjacent is fine
   EXPECT_EQ(rt->mapped_device_pointer(base + 1030), base + 1030);
   EXPECT_THROW((void)rt->mapped_device_pointer(base + 10), logic_error);  // not mapped
   rt->unregister_host(base);
@@ -504,7 +504,7 @@ TEST(HostRuntime, RegisterHostRejectsOverlaps) {
 TEST(HostRuntime, OnlyMappedPinnedMemoryHasADevicePointer) {
   auto rt = make_runtime(100);
   OwnedStream s(*rt);
-  auto* mapped = static_cast<std::byte*>(rt->allocate_pinned(1024, detail::pinned_mapped));
+  auto* mapped = static_cast<std::byte*>(rt->allocate_pinned(1024, pinned_mapped));
   void* plain = rt->allocate_pinned(1024);
   void* device = rt->allocate_device(1024);
   EXPECT_EQ(rt->mapped_device_pointer(mapped + 100), mapped + 100);

@@ -852,7 +852,7 @@ TEST(UpstreamResources, KindsAndEquality) {
   const sa::DeviceMemoryResource device_a;
   const sa::DeviceMemoryResource device_b;
   const sa::PinnedMemoryResource pinned;
-  const sa::PinnedMemoryResource mapped(sa::detail::pinned_mapped);
+  const sa::PinnedMemoryResource mapped(sa::pinned_mapped);
   const sa::ManagedMemoryResource managed;
   EXPECT_EQ(device_a.kind(), MemoryKind::device);
   EXPECT_EQ(pinned.kind(), MemoryKind::pinned);
@@ -861,11 +861,11 @@ TEST(UpstreamResources, KindsAndEquality) {
   EXPECT_TRUE(device_a.is_equal(device_b));
   EXPECT_FALSE(device_a.is_equal(pinned));
   EXPECT_FALSE(pinned.is_equal(mapped));
-  EXPECT_TRUE(mapped.is_equal(sa::PinnedMemoryResource(sa::detail::pinned_mapped)));
+  EXPECT_TRUE(mapped.is_equal(sa::PinnedMemoryResource(sa::pinned_mapped)));
 }
 
 TEST(UpstreamResources, MappedPinnedMemoryHasADevicePointer) {
-  sa::PinnedMemoryResource mapped(sa::detail::pinned_mapped);
+  sa::PinnedMemoryResource mapped(sa::pinned_mapped);
   void* host = mapped.allocate_sync(4096);
   EXPECT_NE(runtime().mapped_device_pointer(host), nullptr);
   mapped.deallocate_sync(host, 4096);

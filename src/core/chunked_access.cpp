@@ -4,6 +4,7 @@
 #include <smartarray/core/array_options.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/error.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 
 #include <mutex>
 

@@ -9,9 +9,9 @@ namespace smartarray {
 namespace {
 unsigned to_pinned_flags(RegistrationFlags flags) noexcept {
   const auto bits = static_cast<unsigned>(flags);
-  unsigned out = detail::pinned_default;
-  if (bits & static_cast<unsigned>(RegistrationFlags::mapped)) out |= detail::pinned_mapped;
-  if (bits & static_cast<unsigned>(RegistrationFlags::portable)) out |= detail::pinned_portable;
+  unsigned out = pinned_default;
+  if (bits & static_cast<unsigned>(RegistrationFlags::mapped)) out |= pinned_mapped;
+  if (bits & static_cast<unsigned>(RegistrationFlags::portable)) out |= pinned_portable;
   return out;
 }
 }  // namespace

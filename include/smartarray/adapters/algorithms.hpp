@@ -21,6 +21,7 @@
 #include <smartarray/adapters/detail/adapter_traits.hpp>
 #include <smartarray/core/detail/chunked_access.hpp>
 #include <smartarray/core/detail/array_factory.hpp>
+#include <smartarray/runtime/detail/stream_work.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -76,7 +77,7 @@ void copy_elements(Dst& dst, const Src& src, StreamRef stream,
   if (static_cast<const void*>(std::addressof(array_of(dst))) ==
       static_cast<const void*>(std::addressof(array_of(src)))) {
     if (to_first == from_first) {  // onto itself
-      runtime().check_stream(stream);
+      check_stream(stream);
       return;
     }
     // One device-to-device copy between overlapping bytes would be undefined.
@@ -86,7 +87,7 @@ void copy_elements(Dst& dst, const Src& src, StreamRef stream,
                        ", ", to_first + dst.size(), "): the ranges overlap");
   }
   if (src.empty()) {
-    runtime().check_stream(stream);
+    check_stream(stream);
     return;
   }
   if (exceeds_device_budget(stream, 0, chunk_operand(dst), chunk_operand(src))) {
@@ -220,7 +221,7 @@ void fill(Slice<T> s, std::type_identity_t<std::remove_const_t<T>> value, Stream
   if constexpr (!std::is_const_v<T>) {
     const detail::NvtxRange nvtx("fill", where);
     if (s.empty()) {
-      detail::runtime().check_stream(stream);
+      detail::check_stream(stream);
       return;
     }
     if (detail::exceeds_device_budget(stream, 0, s)) {

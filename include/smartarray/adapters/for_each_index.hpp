@@ -18,7 +18,7 @@
 #include <smartarray/error.hpp>
 #include <smartarray/runtime/runtime.hpp>
 #include <smartarray/runtime/stream.hpp>
-#include <smartarray/runtime/detail/runtime.hpp>
+#include <smartarray/runtime/detail/stream_work.hpp>
 
 #if defined(__CUDACC__)
 #include <smartarray/runtime/detail/cuda_check.hpp>
@@ -70,11 +70,11 @@ inline unsigned grid_size_for(std::size_t n, unsigned block) {
 template <typename F>
 void for_each_index_on(std::size_t n, F f, StreamRef stream) {
   if (n == 0) {
-    detail::runtime().check_stream(stream);
+    detail::check_stream(stream);
     return;
   }
   if (backend() == BackendKind::host) {
-    detail::runtime().launch_host_func(stream, [n, f]() mutable {
+    detail::launch_host_func(stream, [n, f]() mutable {
       for (std::size_t i = 0; i < n; ++i) f(i);
     });
     return;

@@ -417,7 +417,7 @@ std::size_t launch_array_bytes_of(const A& argument) noexcept {
 template <typename... Args>
 void check_launch_budget(StreamRef stream, const Args&... args) {
   // Every launch asks: first the sizes alone, which rule out all launches that fit.
-  const std::size_t budget = device_budget(runtime().stream_device(stream));
+  const std::size_t budget = device_budget(stream_device(stream).ordinal);
   if ((launch_array_bytes_of(args) + ... + std::size_t{0}) <= budget) return;
   const std::size_t bytes = (launch_bytes_of(args) + ... + std::size_t{0});
   if (bytes <= budget) return;

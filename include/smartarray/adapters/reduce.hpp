@@ -26,7 +26,7 @@
 #include <smartarray/core/slice.hpp>
 #include <smartarray/core/smart_array.hpp>
 #include <smartarray/runtime/stream.hpp>
-#include <smartarray/runtime/detail/runtime.hpp>
+#include <smartarray/runtime/detail/stream_work.hpp>
 #include <smartarray/core/detail/chunked_access.hpp>
 
 #if defined(__CUDACC__)
@@ -58,7 +58,7 @@ void device_reduce(DeviceView<const T> in, DeviceView<T> out, T init, Op op, Str
                       " elements on stream ", stream.handle());
   // A null temporary would turn the second call into another size query.
   temp_bytes = std::max<std::size_t>(temp_bytes, 1);
-  MemoryResource& pool = device_resource(runtime().stream_device(stream));
+  MemoryResource& pool = device_resource(stream_device(stream).ordinal);
   void* temp = pool.allocate(stream, temp_bytes);
   struct Release {
     MemoryResource& pool;
@@ -79,7 +79,7 @@ inline namespace SMARTARRAY_KERNEL_ABI {
 template <typename T, typename Op>
 void fold_chunk(DeviceView<const T> in, T* out, T first, Op op, StreamRef stream) {
   if (backend() == BackendKind::host) {
-    runtime().launch_host_func(stream, [in, out, first, op]() mutable {
+    launch_host_func(stream, [in, out, first, op]() mutable {
       T accumulator = first;
       for (std::size_t i = 0; i < in.size(); ++i) accumulator = op(accumulator, in[i]);
       *out = accumulator;
@@ -121,7 +121,7 @@ template <typename T, typename A, typename Op>
 [[nodiscard]] SmartArray<T> reduce_async_of(const A& a, T init, Op op, StreamRef stream,
                                             const smartarray::source_location& where) {
   if (a.empty()) {
-    runtime().check_stream(stream);
+    check_stream(stream);
     return SmartArray<T>(1, init);
   }
   require_kernel_compiler("reduce", a.size());
@@ -134,7 +134,7 @@ template <typename T, typename A, typename Op>
   if (backend() == BackendKind::host) {
     // The queued work holds the addresses, taken now while the views are valid: by the time it
     // runs, `a` may be gone (its buffer is freed after this work), and a view of it would say so.
-    runtime().launch_host_func(
+    launch_host_func(
         stream, [data = in.data(), n = in.size(), result = out.data(), init, op]() mutable {
           T accumulator = init;
           for (std::size_t i = 0; i < n; ++i) accumulator = op(accumulator, data[i]);

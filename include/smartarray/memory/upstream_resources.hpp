@@ -2,7 +2,7 @@
  * @file memory/upstream_resources.hpp
  * @brief The raw resources at the bottom of every pool: device, pinned host and managed memory.
  *
- * Each one is a thin wrapper over the backend seam (`detail::runtime()`), so it is counted and
+ * Each one is a thin wrapper over the backend, so it is counted and
  * fault-injectable on both backends. Every call goes to the backend: these resources are slow
  * (a `cudaMalloc` costs 100 us or more) and are meant to sit under a `PoolResource`.
  *
@@ -11,7 +11,7 @@
  */
 #pragma once
 
-#include <smartarray/runtime/detail/runtime.hpp>
+#include <smartarray/runtime/pinned_flags.hpp>
 #include <smartarray/memory/memory_resource.hpp>
 
 #include <cstddef>
@@ -53,15 +53,15 @@ class PinnedMemoryResource final : public MemoryResource {
  public:
   /**
    * @brief A resource whose blocks are allocated with `flags`.
-   * @param flags a combination of `detail::PinnedFlags` (mapped, portable, write-combined).
+   * @param flags a combination of `PinnedFlags` (mapped, portable, write-combined).
    */
-  explicit PinnedMemoryResource(unsigned flags = detail::pinned_default) noexcept : flags_(flags) {}
+  explicit PinnedMemoryResource(unsigned flags = pinned_default) noexcept : flags_(flags) {}
 
   /// @brief `mapped` when the flags include `pinned_mapped`, else `pinned`.
   [[nodiscard]] MemoryKind kind() const noexcept override {
-    return (flags_ & detail::pinned_mapped) != 0 ? MemoryKind::mapped : MemoryKind::pinned;
+    return (flags_ & pinned_mapped) != 0 ? MemoryKind::mapped : MemoryKind::pinned;
   }
-  /// @brief The `detail::PinnedFlags` of every block.
+  /// @brief The `PinnedFlags` of every block.
   [[nodiscard]] unsigned flags() const noexcept { return flags_; }
   /// @brief True for any `PinnedMemoryResource` with the same flags.
   [[nodiscard]] bool is_equal(const MemoryResource& other) const noexcept override;

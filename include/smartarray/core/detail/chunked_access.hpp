@@ -21,7 +21,7 @@
 #include <smartarray/core/slice.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/memory_mode.hpp>
-#include <smartarray/runtime/detail/runtime.hpp>
+#include <smartarray/runtime/detail/stream_work.hpp>
 
 #include <algorithm>
 #include <array>
@@ -88,13 +88,13 @@ template <typename... Operands>
 [[nodiscard]] bool exceeds_device_budget(StreamRef stream, std::size_t extra_bytes,
                                          const Operands&... operands) {
   // Every adapter call asks: first the sizes alone, which rule out all calls that fit.
-  const std::size_t budget = device_budget(runtime().stream_device(stream));
+  const std::size_t budget = device_budget(stream_device(stream).ordinal);
   if ((array_bytes_of(operands) + ... + extra_bytes) <= budget) return false;
   if ((device_bytes_of(operands) + ... + extra_bytes) <= budget ||
       !(has_device_buffer(operands) && ...)) {
     return false;
   }
-  runtime().check_stream(stream);
+  check_stream(stream);
   return true;
 }
 

@@ -8,7 +8,7 @@
 #include <smartarray/memory/memory_resource.hpp>
 #include <smartarray/memory/memory_mode.hpp>
 #include <smartarray/core/array_options.hpp>
-#include <smartarray/runtime/detail/pinned_flags.hpp>
+#include <smartarray/runtime/pinned_flags.hpp>
 
 #include <cstdint>
 

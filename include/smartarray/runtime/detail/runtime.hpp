@@ -11,7 +11,7 @@
 #include <smartarray/runtime/runtime.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/runtime/detail/capture.hpp>
-#include <smartarray/runtime/detail/pinned_flags.hpp>
+#include <smartarray/runtime/pinned_flags.hpp>
 #include <smartarray/runtime/detail/stream_retirement.hpp>
 
 #include <cstddef>
