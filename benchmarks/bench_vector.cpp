@@ -2,7 +2,7 @@
 // each benchmark times the std::vector body and the SmartArray body alternately in every iteration
 // and reports
 // - `std_ns` and `smart_ns`: nanoseconds per element (per insert for BM_insert_middle);
-// - `ratio`: SmartArray time over std::vector time (1.00 = as fast; the targets are 1.10
+// - `ratio`: SmartArray time over std::vector time (1.00 = as fast; the targets are 1.10
 //   for push_back, range-for and sort, 1.5 for operator[]).
 // The benchmark's own time column is the SmartArray time. Sizes 1e3, 1e6 and 1e8 elements; a size
 // that does not fit in the available memory is skipped with the reason. Host code only: it builds

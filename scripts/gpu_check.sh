@@ -5,7 +5,7 @@
 # a summary is last.
 #   bash scripts/gpu_check.sh [PHASE...] [--bench-filter REGEX] [--results DIR] [--wheels DIR]
 #                             [--numba-cuda-wheels DIR]
-#                             [--target-set SET]...
+#                             [--target-set SET]... [--dry-run]
 # Phases, in this order whatever order they are given in (default: tests python, the whole suite):
 #   tests     build, then every GoogleTest binary on both backends (the longer differential
 #             runs), the examples, latency runs and compile-fail checks through CTest, the
@@ -34,6 +34,9 @@
 #   where numba-cuda's .pth takes over numba.cuda (a folder shared through a .pth file does not
 #   run the .pth files in it); the phase checks numba.cuda.implementation == "NVIDIA" there, then
 #   runs pytest and the seed benchmark (python_bench_numba_cuda.json) again.
+# --dry-run configures and asks the build tool what the phases' build would do (its -n), then
+#   stops: it checks the phases' target selection on a machine without a GPU (CI runs it with
+#   bench targets).
 # --target-set SET runs only that set of the targets phase (pipelines, modes, partial, multi_gpu;
 #   repeatable; default every set).
 # Environment:
@@ -54,9 +57,9 @@
 #   PACK_DIR               a folder that also receives, as each phase ends, the logs packed
 #                          (gpu-out.tgz), the summary and the results folder's JSON files
 #
-# targets: the issues' ratio targets, measured against the machine's drift. The contenders that a
-# target compares run as repetitions in random interleaved order (Google Benchmark's
-# --benchmark_enable_random_interleaving), so that a slow change of the machine (clocks, the VM's
+# targets: the project's ratio targets (benchmarks/targets.json), measured against the machine's
+# drift. The contenders that a target compares run as repetitions in random interleaved order
+# (Google Benchmark's --benchmark_enable_random_interleaving), so that a slow change of the machine (clocks, the VM's
 # neighbours) falls on both sides of each ratio instead of on whichever benchmark ran last. Writes
 # targets_pipelines.json, targets_modes.json, targets_partial.json and targets_multi_gpu.json into
 # the results folder (with the provenance of bench_main.hpp), and the console output of each to
@@ -104,6 +107,7 @@ wheels=""
 numba_cuda_wheels=""
 phases=" "
 target_sets=()
+dry_run=false
 while [ $# -gt 0 ]; do
   case "$1" in
     tests | python | bench | targets | sanitize | mutation) phases+="$1 " ;;
@@ -112,6 +116,7 @@ while [ $# -gt 0 ]; do
     --bench-filter) filter="$2"; shift ;;
     --results) results="$2"; shift ;;
     --target-set) target_sets+=("$2"); shift ;;
+    --dry-run) dry_run=true ;;
     *) echo "gpu_check.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -185,6 +190,13 @@ if has tests || has bench || has targets || has sanitize; then
   targets=()
   if ! has tests && ! has sanitize; then
     targets=(--target smartarray_benchmarks)
+  fi
+  if ${dry_run}; then
+    cmake --build "${build}" "${targets[@]}" -- -n > "${out}/build.log" 2>&1 ||
+      { tail -20 "${out}/build.log"; exit 1; }
+    echo "dry run: the build of phases${phases}resolves (${targets[*]:-every target})" |
+      tee -a "${out}/summary.txt"
+    exit 0
   fi
   cmake --build "${build}" -j "${jobs}" "${targets[@]}" > "${out}/build.log" 2>&1 ||
     { grep -E "error|Error" -A3 "${out}/build.log" | head -80; exit 1; }

@@ -3,7 +3,7 @@
 # On a machine that already has everything (the GPU machines, a second CI run on the same tree) it
 # installs nothing.
 #   bash scripts/install_deps.sh [--python] [--fuzz] [--cuda12] [--cmake-3.22] [--mpi-wheel]
-#                                [--conan] [--rmm]
+#                                [--conan] [--rmm] [--ccache]
 # Always: CMake, g++, make, GoogleTest and Google Benchmark (Debian/Ubuntu packages, as root), and
 #   a check that nvcc is there. Open MPI (libopenmpi-dev, openmpi-bin) for the distributed layer
 #   too, when it can be installed; without MPI the build leaves that layer out and says so.
@@ -22,6 +22,9 @@
 # --conan       Conan 2 from PyPI into build-deps/venv (build-deps/venv/bin/conan), and a default
 #               profile detected into the project's own Conan home, build-deps/conan-home (nothing
 #               goes to ~/.conan2), for scripts/conan_check.sh.
+# --ccache      ccache (Debian/Ubuntu package), with which CI compiles each file once where its
+#               builds repeat it (the consumers, the Conan package and the wheel build the library
+#               again with the same flags).
 # --rmm         RMM from PyPI (librmm-cu13 and rapids-logger wheels, with RMM's own CCCL) into
 #               build-deps/rmm, for the rmm preset (cmake/smartarray-rmm.cmake).
 # The PyPI packages go into fixed folders that CMakePresets.json names (pip install --target, with
@@ -47,6 +50,7 @@ cmake322=false
 mpi_wheel=false
 conan=false
 rmm=false
+ccache=false
 for option in "$@"; do
   case "${option}" in
     --python) python=true ;;
@@ -56,11 +60,15 @@ for option in "$@"; do
     --mpi-wheel) mpi_wheel=true ;;
     --conan) conan=true ;;
     --rmm) rmm=true ;;
+    --ccache) ccache=true ;;
     *) echo "install_deps.sh: unknown option ${option}" >&2; exit 2 ;;
   esac
 done
 if ${python} || ${cuda12} || ${cmake322} || ${mpi_wheel} || ${conan} || ${rmm}; then
   "${PYTHON:-python3}" -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv python3-pip)
+fi
+if ${ccache}; then
+  command -v ccache >/dev/null 2>&1 || missing+=(ccache)
 fi
 # A libFuzzer target links only with clang's runtime of the same version.
 links_a_fuzzer() {
