@@ -59,13 +59,14 @@
 #
 # targets: the project's ratio targets (benchmarks/targets.json), measured against the machine's
 # drift. The contenders that a target compares run as repetitions in random interleaved order
-# (Google Benchmark's --benchmark_enable_random_interleaving), so that a slow change of the machine (clocks, the VM's
-# neighbours) falls on both sides of each ratio instead of on whichever benchmark ran last. Writes
-# targets_pipelines.json, targets_modes.json, targets_partial.json and targets_multi_gpu.json into
-# the results folder (with the provenance of bench_main.hpp), and the console output of each to
-# gpu-out/targets_<set>.txt; scripts/bench_report.py reports the median of each contender's
-# repetitions and the ratios of the medians. bench_partial's calls of milliseconds run at least
-# 1 s per repetition whatever TARGET_MIN_TIME says (long_call_min_time there).
+# (Google Benchmark's --benchmark_enable_random_interleaving), so that a slow change of the
+# machine (clocks, the VM's neighbours) falls on both sides of each ratio instead of on whichever
+# benchmark ran last. Writes targets_pipelines.json, targets_modes.json, targets_partial.json and
+# targets_multi_gpu.json into the results folder (with the provenance of bench_main.hpp), and the
+# console output of each to gpu-out/targets_<set>.txt; scripts/bench_report.py reports the median
+# of each contender's repetitions and the ratios of the medians. bench_partial's calls of
+# milliseconds run at least 1 s per repetition whatever TARGET_MIN_TIME says (long_call_min_time
+# there).
 #
 # sanitize: compute-sanitizer's tools over every test binary and example of the build, on the cuda
 # backend, with one summary line per tool; logs in gpu-out/compute-sanitizer/, one per tool and
