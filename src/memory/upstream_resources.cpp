@@ -1,6 +1,7 @@
 // The raw resources: every call goes through the backend seam, which counts it and can fail it.
 #include <smartarray/error.hpp>
 #include <smartarray/memory/upstream_resources.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 
 #include "memory/alignment.hpp"
 

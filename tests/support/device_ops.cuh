@@ -4,6 +4,7 @@
 
 #include <smartarray/adapters/for_each_index.hpp>
 #include <smartarray/core/smart_array.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 
 #include <future>
 #include <memory>
