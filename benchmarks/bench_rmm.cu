@@ -16,7 +16,7 @@
 //   rmm_pooled_vs_sa = rmm_pooled_ns / sa_ns (target: at most 1.10).
 //
 // Needs the cuda backend and reports an error on the host backend.
-#include <smartarray/memory/cccl_resource.hpp>
+#include <smartarray/interop/cccl_resource.hpp>
 #include <smartarray/smartarray.hpp>
 
 #include "bench_main.hpp"
@@ -71,7 +71,7 @@ void BM_RmmAllocateFreePair(benchmark::State& state) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
   const std::size_t n = bytes / sizeof(float);
   rmm::mr::pool_memory_resource rmm_pool(rmm::mr::cuda_memory_resource{}, std::size_t{1} << 30);
-  sa::CcclDeviceResource from_rmm{rmm_pool};
+  sa::interop::CcclDeviceResource from_rmm{rmm_pool};
   sa::PoolOptions options;
   options.name = "pool over RMM";
   sa::PoolResource pooled(from_rmm, options);

@@ -12,7 +12,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LAYERS = ["base", "diagnostics", "runtime", "memory", "views", "core", "adapters", "graph",
-          "umbrella", "distributed"]
+          "interop", "umbrella", "distributed"]
 
 
 def layer_of(name):

@@ -8,7 +8,7 @@
 #include "support/device_ops.cuh"
 #include "support/eviction_trio.cuh"
 
-#include <smartarray/memory/cccl_resource.hpp>
+#include <smartarray/interop/cccl_resource.hpp>
 #include <smartarray/smartarray.hpp>
 
 #include <gtest/gtest.h>
@@ -28,13 +28,14 @@ using sa::test::scaled;
 namespace {
 
 #if CCCL_MAJOR_VERSION > 3 || (CCCL_MAJOR_VERSION == 3 && CCCL_MINOR_VERSION >= 2)
-static_assert(cuda::mr::resource_with<sa::CcclResourceView, cuda::mr::device_accessible>);
+static_assert(cuda::mr::resource_with<sa::interop::CcclResourceView, cuda::mr::device_accessible>);
 using DeviceResourceRef = cuda::mr::resource_ref<cuda::mr::device_accessible>;
 #else
-static_assert(cuda::mr::async_resource_with<sa::CcclResourceView, cuda::mr::device_accessible>);
+static_assert(
+    cuda::mr::async_resource_with<sa::interop::CcclResourceView, cuda::mr::device_accessible>);
 using DeviceResourceRef = cuda::mr::async_resource_ref<cuda::mr::device_accessible>;
 #endif
-static_assert(sa::cccl_stream_resource<sa::CcclResourceView>);
+static_assert(sa::interop::cccl_stream_resource<sa::interop::CcclResourceView>);
 
 constexpr std::size_t block_bytes = std::size_t{1} << 20;
 constexpr std::size_t n = block_bytes / sizeof(float);
@@ -129,8 +130,8 @@ struct StreamFirstResource {
   bool operator==(const StreamFirstResource& other) const { return budget == other.budget; }
 };
 
-static_assert(sa::cccl_stream_resource<StreamLastResource>);
-static_assert(sa::cccl_stream_resource<StreamFirstResource>);
+static_assert(sa::interop::cccl_stream_resource<StreamLastResource>);
+static_assert(sa::interop::cccl_stream_resource<StreamFirstResource>);
 
 }  // namespace cccl_test
 
@@ -151,7 +152,7 @@ TYPED_TEST_SUITE(CcclDeviceStorage, Generations);
 TEST(CcclResourceView, AnErasedRefAllocatesFromThePool) {
   sa::StatisticsAdaptor& counted = sa::default_device_resource();
   const sa::MemoryStats before = counted.stats();
-  sa::CcclResourceView view{counted};
+  sa::interop::CcclResourceView view{counted};
   DeviceResourceRef ref{view};
   sa::Stream stream;
   const cuda::stream_ref on{static_cast<cudaStream_t>(stream.ref().handle())};
@@ -174,17 +175,18 @@ TEST(CcclResourceView, AnErasedRefAllocatesFromThePool) {
 
 TEST(CcclResourceView, ViewsCompareByTheirResources) {
   sa::DeviceMemoryResource raw;
-  EXPECT_EQ(sa::CcclResourceView{sa::default_device_resource()},
-            sa::CcclResourceView{sa::default_device_resource()});
-  EXPECT_NE(sa::CcclResourceView{sa::default_device_resource()}, sa::CcclResourceView{raw});
-  void* block = sa::CcclResourceView{raw}.allocate_sync(512);
+  EXPECT_EQ(sa::interop::CcclResourceView{sa::default_device_resource()},
+            sa::interop::CcclResourceView{sa::default_device_resource()});
+  EXPECT_NE(sa::interop::CcclResourceView{sa::default_device_resource()},
+            sa::interop::CcclResourceView{raw});
+  void* block = sa::interop::CcclResourceView{raw}.allocate_sync(512);
   ASSERT_NE(block, nullptr);
-  sa::CcclResourceView{raw}.deallocate_sync(block, 512);
+  sa::interop::CcclResourceView{raw}.deallocate_sync(block, 512);
 }
 
 TYPED_TEST(CcclDeviceStorage, ArraysTakeTheirDeviceCopiesFromTheResource) {
   Budget budget{4 * block_bytes};
-  sa::CcclDeviceResource resource{TypeParam{&budget}};
+  sa::interop::CcclDeviceResource resource{TypeParam{&budget}};
   const auto values = random_values<float>(n);
   SmartArray<float> a(values, sa::ArrayOptions{.device_resource = &resource});
   scale_on_device(a);
@@ -199,7 +201,7 @@ TYPED_TEST(CcclDeviceStorage, ArraysTakeTheirDeviceCopiesFromTheResource) {
 
 TYPED_TEST(CcclDeviceStorage, RunningOutEvictsCleanCopiesFirstThenTheOldestDirtyOne) {
   Budget budget{3 * block_bytes};
-  sa::CcclDeviceResource resource{TypeParam{&budget}};
+  sa::interop::CcclDeviceResource resource{TypeParam{&budget}};
   const sa::ArrayOptions options{.device_resource = &resource};
   sa::test::EvictionTrio trio(n, options);  // the resource is full
   SmartArray<float> f(random_values<float>(2 * n), options);
@@ -210,7 +212,7 @@ TYPED_TEST(CcclDeviceStorage, RunningOutEvictsCleanCopiesFirstThenTheOldestDirty
 
 TYPED_TEST(CcclDeviceStorage, NothingLeftToEvictThrowsOutOfMemoryAndKeepsTheArray) {
   Budget budget{block_bytes};
-  sa::CcclDeviceResource resource{TypeParam{&budget}};
+  sa::interop::CcclDeviceResource resource{TypeParam{&budget}};
   const auto values = random_values<float>(2 * n);
   SmartArray<float> a(values, sa::ArrayOptions{.device_resource = &resource});
   try {
@@ -231,7 +233,7 @@ TYPED_TEST(CcclDeviceStorage, NothingLeftToEvictThrowsOutOfMemoryAndKeepsTheArra
 // adaptor that retried forever fails the test instead of hanging it.)
 TEST(CcclDeviceResource, AHookThatReportsBytesItDidNotFreeEndsTheRetries) {
   Budget budget{block_bytes};
-  sa::CcclDeviceResource resource{StreamFirstResource{&budget}};
+  sa::interop::CcclDeviceResource resource{StreamFirstResource{&budget}};
   sa::Stream stream;
   void* held = resource.allocate(stream, block_bytes);  // another user fills the resource
   constexpr int rounds_cap = 1000;
@@ -264,7 +266,7 @@ TEST(CcclDeviceResource, AHookThatReportsBytesItDidNotFreeEndsTheRetries) {
 
 TEST(CcclDeviceResource, ServesNewArraysOfADeviceThroughSetDeviceResource) {
   Budget budget{block_bytes};
-  sa::CcclDeviceResource resource{StreamFirstResource{&budget}};
+  sa::interop::CcclDeviceResource resource{StreamFirstResource{&budget}};
   sa::MemoryResource* const previous = sa::set_device_resource(&resource);
   const auto a_values = random_values<float>(n);
   {

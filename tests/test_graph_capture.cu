@@ -10,7 +10,7 @@
 #include "support/array_pool.hpp"
 #include "support/graph_ops.cuh"
 
-#include <smartarray/adapters/thrust_interop.hpp>
+#include <smartarray/interop/thrust.hpp>
 
 #include <thrust/execution_policy.h>
 #include <thrust/transform.h>
@@ -374,9 +374,10 @@ TEST(Graphs, SaLaunchAndThrustReplay) {
   sa::Graph graph = sa::capture(stream, [&](sa::StreamRef s) {
     sa::launch(scale_add_kernel, 64, 256, s, x, y);
     thrust::transform(thrust::cuda::par_nosync.on(s.cuda_stream()),
-                      sa::device_begin(std::as_const(y), s), sa::device_end(std::as_const(y), s),
-                      sa::device_begin(std::as_const(x), s),
-                      sa::device_begin(z, Access::discard, s), Mix{});
+                      sa::interop::device_begin(std::as_const(y), s),
+                      sa::interop::device_end(std::as_const(y), s),
+                      sa::interop::device_begin(std::as_const(x), s),
+                      sa::interop::device_begin(z, Access::discard, s), Mix{});
   });
   EXPECT_EQ(graph.arrays().size(), 3U);
   {

@@ -7,7 +7,7 @@
 #include <smartarray/smartarray.hpp>
 #include <smartarray/runtime/host_registration.hpp>
 #include <smartarray/memory/default_resources.hpp>
-#include <smartarray/adapters/numba.hpp>
+#include <smartarray/interop/numba.hpp>
 
 #include <gtest/gtest.h>
 

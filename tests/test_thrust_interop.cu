@@ -3,7 +3,7 @@
 #include "support/test_support.hpp"
 
 #include <smartarray/smartarray.hpp>
-#include <smartarray/adapters/thrust_interop.hpp>
+#include <smartarray/interop/thrust.hpp>
 
 #include <gtest/gtest.h>
 #include <thrust/execution_policy.h>
@@ -45,8 +45,8 @@ TEST(ThrustInterop, SortInPlaceCopiesInOnceAndBackOnce) {
   const auto policy = thrust::cuda::par_nosync.on(stream.ref().cuda_stream());
   {
     sa::ExpectTransfers expect({.h2d = 1, .d2h = 0});
-    thrust::sort(policy, sa::device_begin(keys, Access::read_write, stream),
-                 sa::device_end(keys, Access::read_write, stream));
+    thrust::sort(policy, sa::interop::device_begin(keys, Access::read_write, stream),
+                 sa::interop::device_end(keys, Access::read_write, stream));
   }
   EXPECT_FALSE(keys.is_valid(sa::Side::host));
   std::sort(values.begin(), values.end());
@@ -64,8 +64,9 @@ TEST(ThrustInterop, ScanFromAReadRangeIntoADiscardedRange) {
   const auto policy = thrust::cuda::par_nosync.on(stream.ref().cuda_stream());
   {
     sa::ExpectTransfers expect({.h2d = 1, .d2h = 0});
-    thrust::inclusive_scan(policy, sa::device_begin(in, stream), sa::device_end(in, stream),
-                           sa::device_begin(sums, Access::discard, stream));
+    thrust::inclusive_scan(policy, sa::interop::device_begin(in, stream),
+                           sa::interop::device_end(in, stream),
+                           sa::interop::device_begin(sums, Access::discard, stream));
   }
   EXPECT_EQ(sums.transfer_stats().h2d_count, 0U);
   EXPECT_TRUE(in.is_valid(sa::Side::host));
@@ -85,11 +86,12 @@ TEST(ThrustInterop, ReduceByKey) {
   SmartArray<int> unique_keys(groups), sums(groups);
   const auto policy = thrust::cuda::par.on(stream.ref().cuda_stream());
   const auto ends = thrust::reduce_by_key(
-      policy, sa::device_begin(keys, stream), sa::device_end(keys, stream),
-      sa::device_begin(vals, stream), sa::device_begin(unique_keys, Access::discard, stream),
-      sa::device_begin(sums, Access::discard, stream));
-  EXPECT_EQ(static_cast<std::size_t>(ends.first - sa::device_begin(unique_keys, Access::discard,
-                                                                   stream)),
+      policy, sa::interop::device_begin(keys, stream), sa::interop::device_end(keys, stream),
+      sa::interop::device_begin(vals, stream),
+      sa::interop::device_begin(unique_keys, Access::discard, stream),
+      sa::interop::device_begin(sums, Access::discard, stream));
+  EXPECT_EQ(static_cast<std::size_t>(
+                ends.first - sa::interop::device_begin(unique_keys, Access::discard, stream)),
             groups);
   const auto got_keys = host_copy(unique_keys);
   const auto got_sums = host_copy(sums);
@@ -106,7 +108,7 @@ TEST(ThrustInterop, ReadAccessOnANonConstArrayIsRefused) {
   SmartArray<int> a(random_values<int>(10));
   const sa::ExpectTransfers expect({.h2d = 0, .d2h = 0});
   try {
-    (void)sa::device_begin(a, Access::read);
+    (void)sa::interop::device_begin(a, Access::read);
     ADD_FAILURE() << "expected logic_error";
   } catch (const sa::logic_error& error) {
     EXPECT_NE(std::string(error.what()).find("std::as_const(a)"), std::string::npos)
@@ -118,5 +120,5 @@ TEST(ThrustInterop, TheHostBackendIsRefused) {
   if (!sa::test::on_host_backend()) GTEST_SKIP() << "checks the host backend's refusal";
   const SmartArray<int> a(random_values<int>(10));
   const sa::ExpectTransfers expect({.h2d = 0, .d2h = 0});
-  EXPECT_THROW((void)sa::device_begin(a), sa::logic_error);
+  EXPECT_THROW((void)sa::interop::device_begin(a), sa::logic_error);
 }

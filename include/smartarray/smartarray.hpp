@@ -2,8 +2,11 @@
  * @file smartarray.hpp
  * @brief Umbrella header: everything a user of smartarray needs.
  *
- * `smartarray/adapters/thrust_interop.hpp` is not included: it needs nvcc and pulls in Thrust, so files that
- * use Thrust include it themselves.
+ * Of the interop layer (`smartarray/interop/`), only `numba.hpp` is included. Files that bridge to
+ * another library include its bridge themselves: `thrust.hpp` needs nvcc and pulls in Thrust,
+ * `rmm.hpp` needs RMM's headers, `cccl_resource.hpp` sets CCCL's memory-resource macro before any
+ * other CCCL memory-resource header, and `external_allocator.hpp` serves other libraries'
+ * allocator hooks.
  */
 #pragma once
 
@@ -22,7 +25,7 @@
 #include <smartarray/memory/statistics_adaptor.hpp>
 #include <smartarray/memory/upstream_resources.hpp>
 #include <smartarray/memory/memory_mode.hpp>
-#include <smartarray/adapters/numba.hpp>
+#include <smartarray/interop/numba.hpp>
 #include <smartarray/diagnostics/observability.hpp>
 #include <smartarray/adapters/out.hpp>
 #include <smartarray/adapters/reduce.hpp>

@@ -3,6 +3,9 @@
 // - PyTorch: CUDAPluggableAllocator over smartarray_torch_malloc / smartarray_torch_free;
 // - CuPy: CFunctionAllocator over smartarray_cupy_malloc / smartarray_cupy_free;
 // - Numba: smartarray.NumbaMemoryManager, through _device_allocate / _device_free.
+// The allocations themselves are the C++ library's (smartarray/interop/external_allocator.hpp);
+// this file holds what each library's calling convention needs on top: the C entry points and
+// how they report failures, CuPy's stream and block sizes, and the bindings.
 // python/smartarray/_allocators.py builds the Python side. The C entry points are exported from
 // the extension module itself, so the libraries load them from its file.
 #include "allocators.hpp"
@@ -14,12 +17,10 @@
 #include <sys/types.h>
 
 #include <smartarray/error.hpp>
+#include <smartarray/interop/external_allocator.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
-#include <smartarray/runtime/device.hpp>
-#include <smartarray/runtime/stream.hpp>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -52,70 +53,6 @@ void remember_failure(const char* who, std::size_t bytes, int device) {
   } catch (...) {
   }
   last_error = sa::detail::concat(who, " of ", bytes, " bytes on device ", device, ": ", message);
-}
-
-/// The stream under which the pool files a block. A library's default stream (0, or CUDA's legacy
-/// handle 1) becomes `device`'s own default stream, which names that device's default stream
-/// whatever device is current later, when the pool hands the block to another stream.
-sa::StreamRef pool_stream(void* stream, int device) {
-  const auto handle = reinterpret_cast<std::uintptr_t>(stream);
-  if (handle == 0 || handle == 1) return sa::default_stream(sa::Device{device});
-  return sa::StreamRef(stream);
-}
-
-/// `bytes` from device `device`'s pool, usable by work queued on `stream` from now on. The
-/// device is made current for the call: the pool records its events on the stream's device.
-/// Throws out_of_memory when even evicting every device copy cannot make room.
-void* allocate_on(std::size_t bytes, int device, void* stream) {
-  const sa::DeviceGuard on(sa::Device{device});
-  return sa::device_resource(device).allocate(pool_stream(stream, device), bytes);
-}
-
-/// Releases a block whose last use was queued on `stream`. Never throws: a bad device is reported
-/// on stderr (the block stays allocated).
-void deallocate_on(void* ptr, std::size_t bytes, int device, void* stream) noexcept {
-  if (ptr == nullptr) return;
-  try {
-    const sa::DeviceGuard on(sa::Device{device});
-    sa::device_resource(device).deallocate(pool_stream(stream, device), ptr, bytes);
-  } catch (const std::exception& error) {
-    std::cerr << "smartarray: free of " << bytes << " bytes at " << ptr << " on device " << device
-              << " failed: " << error.what() << "\n";
-  }
-}
-
-/// Per device, the stream that CuPy's and Numba's blocks are released on (they say nothing of the
-/// streams that used a block). At each release it is made to wait for the work queued so far on
-/// the device's legacy default stream, which itself waits for the work of every blocking stream:
-/// so whoever reuses the block waits for that work (the pool records its events on this stream, or
-/// finds it idle). Releasing on the default stream itself would not do: the pool takes a block of
-/// an idle stream at once, and the legacy stream can be idle while other streams still use the
-/// block. Never destroyed: the pool may name it at any time.
-sa::StreamRef release_stream(int device) {
-  static std::mutex mutex;
-  static std::array<sa::Stream*, sa::max_devices> streams{};
-  const std::lock_guard lock(mutex);
-  sa::Stream*& stream = streams[static_cast<std::size_t>(device)];
-  if (stream == nullptr) stream = new sa::Stream(sa::Device{device});
-  return stream->ref();
-}
-
-/// Releases a block whose users are unknown, after the work of every blocking stream of `device`
-/// queued so far. Never throws: a failure is reported on stderr and returns false (the block
-/// stays allocated).
-bool release_after_blocking_work(void* ptr, std::size_t bytes, int device) noexcept {
-  if (ptr == nullptr) return true;
-  try {
-    const sa::DeviceGuard on(sa::Device{device});
-    const sa::StreamRef stream = release_stream(device);
-    sa::detail::stream_wait_stream(stream, sa::default_stream(sa::Device{device}));
-    sa::device_resource(device).deallocate(stream, ptr, bytes);
-    return true;
-  } catch (const std::exception& error) {
-    std::cerr << "smartarray: free of " << bytes << " bytes at " << ptr << " on device " << device
-              << " failed: " << error.what() << "\n";
-  }
-  return false;
 }
 
 /// CuPy's live blocks, with what its free does not pass again: the size (CuPy's free passes none)
@@ -193,7 +130,7 @@ void check_device(int device) { sa::detail::runtime().check_device(device, "allo
 SMARTARRAY_C_API void* smartarray_torch_malloc(ssize_t size, int device, cudaStream_t stream) {
   if (size <= 0) return nullptr;
   try {
-    return allocate_on(static_cast<std::size_t>(size), device, stream);
+    return sa::interop::allocate(static_cast<std::size_t>(size), device, stream);
   } catch (...) {
     remember_failure("smartarray_torch_malloc", static_cast<std::size_t>(size), device);
   }
@@ -203,7 +140,7 @@ SMARTARRAY_C_API void* smartarray_torch_malloc(ssize_t size, int device, cudaStr
 /// PyTorch's pluggable free: `stream` is the stream of the allocation, which PyTorch keeps.
 SMARTARRAY_C_API void smartarray_torch_free(void* ptr, ssize_t size, int device,
                                             cudaStream_t stream) {
-  deallocate_on(ptr, static_cast<std::size_t>(size), device, stream);
+  sa::interop::deallocate(ptr, static_cast<std::size_t>(size), device, stream);
 }
 
 // --- CuPy: cupy.cuda.memory.CFunctionAllocator --------------------------------------------------
@@ -219,14 +156,14 @@ SMARTARRAY_C_API void* smartarray_cupy_malloc(void* param, std::size_t size, int
     void* ptr = nullptr;
     {
       const WithoutGil nogil;
-      ptr = allocate_on(size, device, stream);
+      ptr = sa::interop::allocate(size, device, stream);
     }
     try {
       CupyBlocks& map = cupy_blocks();
       const std::lock_guard lock(map.mutex);
       map.blocks.emplace(ptr, CupyBlock{size, device});
     } catch (...) {
-      release_after_blocking_work(ptr, size, device);
+      sa::interop::deallocate_after_blocking_work(ptr, size, device);
       throw;
     }
     return ptr;
@@ -237,7 +174,7 @@ SMARTARRAY_C_API void* smartarray_cupy_malloc(void* param, std::size_t size, int
 }
 
 /// CuPy's free. CuPy says neither the size nor the stream: the size comes from the map, and the
-/// block is released after the work of every blocking stream (release_after_blocking_work), not
+/// block is released after the work of every blocking stream (deallocate_after_blocking_work), not
 /// on the stream of the allocation, which CuPy may have destroyed by now. Work on a non-blocking
 /// stream must be complete before the array is dropped. A free that cannot release the block (a
 /// pointer of no block, a device other than the block's, a failed release) is reported on stderr
@@ -264,7 +201,7 @@ SMARTARRAY_C_API void smartarray_cupy_free(void*, void* ptr, int device) {
     size = found->second.size;
     map.blocks.erase(found);
   }
-  if (release_after_blocking_work(ptr, size, device)) return;
+  if (sa::interop::deallocate_after_blocking_work(ptr, size, device)) return;
   // Not released: still the caller's block, so no other malloc can have it meanwhile.
   try {
     const std::lock_guard lock(map.mutex);
@@ -309,10 +246,10 @@ void smartarray_python::bind_allocators(nb::module_& m) {
   m.def("_device_allocate", [](std::size_t bytes, int device, std::uintptr_t stream) {
     nb::gil_scoped_release nogil;
     return reinterpret_cast<std::uintptr_t>(
-        allocate_on(bytes, device, reinterpret_cast<void*>(stream)));
+        sa::interop::allocate(bytes, device, reinterpret_cast<void*>(stream)));
   });
   m.def("_device_free", [](std::uintptr_t ptr, std::size_t bytes, int device) {
-    release_after_blocking_work(reinterpret_cast<void*>(ptr), bytes, device);
+    sa::interop::deallocate_after_blocking_work(reinterpret_cast<void*>(ptr), bytes, device);
   });
   m.def("_pinned_allocate", [](std::size_t bytes) {
     nb::gil_scoped_release nogil;

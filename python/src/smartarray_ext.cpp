@@ -15,7 +15,7 @@
 #include <nanobind/stl/optional.h>
 
 #include <smartarray/smartarray.hpp>
-#include <smartarray/adapters/numba.hpp>
+#include <smartarray/interop/numba.hpp>
 #include <smartarray/diagnostics/observability.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/runtime/runtime.hpp>

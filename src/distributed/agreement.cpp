@@ -6,6 +6,7 @@
 #include <smartarray/distributed/detail/mpi_check.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/runtime/detail/capture.hpp>
+#include <smartarray/runtime/detail/runtime.hpp>
 
 #include "distributed/transport.hpp"
 

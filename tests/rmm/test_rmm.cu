@@ -6,8 +6,8 @@
 #include "support/device_ops.cuh"
 #include "support/eviction_trio.cuh"
 
-#include <smartarray/adapters/rmm.hpp>
-#include <smartarray/memory/cccl_resource.hpp>
+#include <smartarray/interop/rmm.hpp>
+#include <smartarray/interop/cccl_resource.hpp>
 #include <smartarray/smartarray.hpp>
 
 #include <rmm/device_buffer.hpp>
@@ -34,10 +34,10 @@ using sa::test::random_values;
 using sa::test::scale_on_device;
 using sa::test::scaled;
 
-static_assert(cuda::mr::resource_with<sa::CcclResourceView, cuda::mr::device_accessible>);
+static_assert(cuda::mr::resource_with<sa::interop::CcclResourceView, cuda::mr::device_accessible>);
 static_assert(cuda::mr::resource_with<rmm::mr::pool_memory_resource, cuda::mr::device_accessible>);
-static_assert(sa::cccl_stream_resource<rmm::mr::pool_memory_resource>);
-static_assert(sa::cccl_stream_resource<rmm::device_async_resource_ref>);
+static_assert(sa::interop::cccl_stream_resource<rmm::mr::pool_memory_resource>);
+static_assert(sa::interop::cccl_stream_resource<rmm::device_async_resource_ref>);
 
 namespace {
 
@@ -87,13 +87,14 @@ TEST_F(Rmm, ADeviceUvectorAllocatesFromSmartarraysPool) {
   const auto values = random_values<float>(n);
   {
     rmm::device_uvector<float> v(n, cuda::stream_ref{cuda_stream},
-                                 sa::CcclResourceView{counted});
+                                 sa::interop::CcclResourceView{counted});
     EXPECT_EQ(counted.stats().current_count, before.current_count + 1);
     EXPECT_EQ(counted.stats().current_bytes, before.current_bytes + block_bytes);
     check(cudaMemcpyAsync(v.data(), values.data(), block_bytes, cudaMemcpyHostToDevice,
                           cuda_stream));
     EXPECT_EQ(device_values(v.data(), n, cuda_stream), values);
-    rmm::device_buffer buffer(3000, cuda::stream_ref{cuda_stream}, sa::CcclResourceView{counted});
+    rmm::device_buffer buffer(3000, cuda::stream_ref{cuda_stream},
+                              sa::interop::CcclResourceView{counted});
     EXPECT_EQ(counted.stats().current_count, before.current_count + 2);
   }
   EXPECT_EQ(counted.stats().current_count, before.current_count);
@@ -104,7 +105,7 @@ TEST_F(Rmm, SmartArraysAllocateFromAnRmmPool) {
   rmm::mr::pool_memory_resource pool(rmm::mr::cuda_memory_resource{}, 8 * block_bytes);
   // Counted through a limiting adaptor that never limits: its allocated bytes are the pool's use.
   rmm::mr::limiting_resource_adaptor counted(pool, 64 * block_bytes);
-  sa::CcclDeviceResource from_rmm{counted};
+  sa::interop::CcclDeviceResource from_rmm{counted};
   const auto values = random_values<float>(n);
   {
     SmartArray<float> a(values, sa::ArrayOptions{.device_resource = &from_rmm});
@@ -120,7 +121,7 @@ TEST_F(Rmm, SmartArraysAllocateFromAnRmmPool) {
 
 TEST_F(Rmm, AnRmmResourceThatRunsOutEvictsTheCopiesItHolds) {
   rmm::mr::limiting_resource_adaptor limited(rmm::mr::cuda_memory_resource{}, 3 * block_bytes);
-  sa::CcclDeviceResource from_rmm{limited};
+  sa::interop::CcclDeviceResource from_rmm{limited};
   const sa::ArrayOptions options{.device_resource = &from_rmm};
   sa::test::EvictionTrio trio(n, options);  // full: d and e dirty, c clean
   SmartArray<float> f(random_values<float>(2 * n), options);
@@ -133,9 +134,9 @@ TEST_F(Rmm, RmmsFailureCallbackEvictsSmartArraysThenRetries) {
   // SmartArrays and an RMM container share one limited RMM resource. The container's allocation
   // fails, and the callback frees SmartArrays' copies: the clean one, then the oldest dirty one.
   rmm::mr::limiting_resource_adaptor limited(rmm::mr::cuda_memory_resource{}, 4 * block_bytes);
-  sa::CcclDeviceResource from_rmm{limited};
+  sa::interop::CcclDeviceResource from_rmm{limited};
   sa::test::EvictionTrio trio(n, sa::ArrayOptions{.device_resource = &from_rmm});
-  auto evicting = sa::rmm::with_eviction(limited);
+  auto evicting = sa::interop::with_eviction(limited);
   sa::Stream stream;
   rmm::device_buffer buffer(3 * block_bytes,
                             cuda::stream_ref{static_cast<cudaStream_t>(stream.ref().handle())},
@@ -146,7 +147,7 @@ TEST_F(Rmm, RmmsFailureCallbackEvictsSmartArraysThenRetries) {
 
 TEST_F(Rmm, TheFailureCallbackSaysNoWhenNothingIsLeftToEvict) {
   rmm::mr::limiting_resource_adaptor limited(rmm::mr::cuda_memory_resource{}, block_bytes);
-  auto evicting = sa::rmm::with_eviction(limited);
+  auto evicting = sa::interop::with_eviction(limited);
   EXPECT_THROW(rmm::device_buffer(2 * block_bytes, cuda::stream_ref{cudaStream_t{}}, evicting),
                rmm::out_of_memory);
 }

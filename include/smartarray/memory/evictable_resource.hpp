@@ -5,8 +5,8 @@
  *
  * SmartArray registers one hook with every evictable resource that serves its device copies: the
  * hook drops those copies, clean ones first, then the least recently used dirty ones, written back
- * to the host first. `PoolResource` and `CcclDeviceResource` are evictable; other code may register
- * hooks of its own (a cache that can be dropped, say).
+ * to the host first. `PoolResource` and `interop::CcclDeviceResource` (interop/cccl_resource.hpp)
+ * are evictable; other code may register hooks of its own (a cache that can be dropped, say).
  */
 #pragma once
 

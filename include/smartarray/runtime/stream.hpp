@@ -74,7 +74,7 @@ class StreamRef {
  *
  * Destroyed inside `sa::capture` while its stream is part of the capture, it leaves the stream
  * alone until the capture ends (its work has not run), and the capture then throws `logic_error`
- * naming it (graph/graph.hpp).
+ * naming it (graph/capture.hpp).
  */
 class Stream {
  public:

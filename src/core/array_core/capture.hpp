@@ -1,7 +1,7 @@
 /**
  * @file core/array_core/capture.hpp
  * @brief Private: what a capture learns about each array it touches, and what a graph keeps of it
- * to replay with exact residency (the graph layer, graph/graph.hpp, drives both).
+ * to replay with exact residency (the graph layer, graph/capture.hpp, drives both).
  *
  * Inside a capture a device acquire copies nothing and changes no validity. It records instead:
  * - the bytes the graph reads on the capture's device before writing them there (the graph's

@@ -1,8 +1,13 @@
 /**
- * @file adapters/numba.hpp
+ * @file interop/numba.hpp
  * @brief Counterparts of Numba's CUDA memory API (`cuda.to_device`, `device_array`,
  *        `copy_to_host`, `as_cuda_array`, `pinned_array`, `mapped_array`), as free functions over
  *        `SmartArray`. docs/numba.md maps each Numba call to its counterpart.
+ *
+ * Namespace `smartarray` (`sa::to_device`, `sa::device_array`), not `smartarray::interop`: these
+ * functions name no type of another library, they take and return SmartArrays and mirror Numba's
+ * `cuda.*` names, which are the library's own vocabulary. The interop layer's other bridges name
+ * CCCL's, RMM's or Thrust's types and live in `smartarray::interop`.
  *
  * `cuda.pinned(ary)` is `HostRegistration` (host_registration.hpp); `cuda.stream()`,
  * `synchronize()` and `auto_synchronize()` are `Stream`, `synchronize()` and `AutoSynchronize`

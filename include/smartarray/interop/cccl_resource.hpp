@@ -1,7 +1,7 @@
 /**
- * @file memory/cccl_resource.hpp
+ * @file interop/cccl_resource.hpp
  * @brief smartarray's resources as CCCL `cuda::mr` resources, and any CCCL resource (every RMM
- *        resource included) as a smartarray resource.
+ *        resource included) as a smartarray resource (namespace `smartarray::interop`).
  *
  * Two generations of CCCL's memory-resource concepts are in use, and both directions below model
  * or accept either:
@@ -14,13 +14,13 @@
  *
  * `CcclResourceView` lets RMM containers and CCCL code allocate from smartarray's pool:
  *
- *     sa::CcclResourceView pool{sa::default_device_resource()};
+ *     sa::interop::CcclResourceView pool{sa::default_device_resource()};
  *     rmm::device_uvector<float> v(n, stream, pool);      // any_resource copies the view
  *
  * `CcclDeviceResource` gives SmartArrays device storage from any CCCL resource, per array
  * (`ArrayOptions::device_resource`) or per device (`set_device_resource`):
  *
- *     sa::CcclDeviceResource from_rmm{rmm_pool};          // rmm_pool must outlive it
+ *     sa::interop::CcclDeviceResource from_rmm{rmm_pool}; // rmm_pool must outlive it
  *     sa::set_device_resource(&from_rmm);
  *
  * When the CCCL resource throws `std::bad_alloc` (RMM's `rmm::out_of_memory` is one), the adaptor
@@ -46,7 +46,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace smartarray {
+namespace smartarray::interop {
 
 /**
  * @brief A copyable, non-owning view of a smartarray `MemoryResource` that models CCCL's
@@ -115,7 +115,9 @@ class CcclResourceView {
   MemoryResource* resource_;
 };
 
-namespace detail {
+}  // namespace smartarray::interop
+
+namespace smartarray::detail {
 /// CCCL 3.2 and later: `allocate(stream, bytes, align)` and `allocate_sync(bytes, align)`.
 template <class R>
 concept cccl_stream_first_resource =
@@ -134,7 +136,9 @@ concept cccl_stream_last_resource =
       { r.allocate(n, n) } -> std::same_as<void*>;
       r.deallocate(p, n, n);
     };
-}  // namespace detail
+}  // namespace smartarray::detail
+
+namespace smartarray::interop {
 
 /// @brief A stream-ordered CCCL memory resource of either generation.
 template <class R>
@@ -220,4 +224,4 @@ class CcclDeviceResource final : public EvictableResource {
   void (*deallocate_)(void*, StreamRef, void*, std::size_t, std::size_t, bool) noexcept = nullptr;
 };
 
-}  // namespace smartarray
+}  // namespace smartarray::interop

@@ -1,6 +1,6 @@
 // The graph layer: a capture session (open, end, or drop after an error) and the replays of its
 // graph. The arrays' part is core/array_core/capture.hpp, the backends' runtime/detail/capture.hpp.
-#include <smartarray/graph/graph.hpp>
+#include <smartarray/graph/capture.hpp>
 #include "core/array_core/capture.hpp"
 #include <smartarray/core/detail/array_core.hpp>
 #include <smartarray/core/detail/stream_order.hpp>

@@ -1,5 +1,5 @@
 /**
- * @file graph/graph.hpp
+ * @file graph/capture.hpp
  * @brief `sa::capture(stream, fn)` records a pipeline of SmartArray calls once as a graph (a CUDA
  *        graph on the cuda backend), and `Graph::launch` replays it with exact residency.
  *
@@ -139,7 +139,8 @@ class CaptureSession {
  *        Other streams join by waiting for an event recorded on a captured stream, and must be
  *        joined back into `stream` before `fn` returns.
  * @param fn called once with `stream`; it enqueues SmartArray work (adapters, `sa::launch`,
- *        Thrust on `device_begin`/`device_end`, `copy`, `fill`, slices) on captured streams.
+ *        Thrust on `interop::device_begin`/`device_end`, `copy`, `fill`, slices) on captured
+ *        streams.
  * @param where the caller's source location, named in errors.
  * @throws logic_error for a default stream, a nested capture, or a misuse inside `fn` (see the
  *         file comment); whatever `fn` throws. Either way the capture is over, the stream usable

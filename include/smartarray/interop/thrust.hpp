@@ -1,7 +1,8 @@
 /**
- * @file adapters/thrust_interop.hpp
- * @brief `device_begin(a, access, stream)` and `device_end(a, access, stream)`: a SmartArray's
- *        device copy as a `thrust::device_ptr` range, acquired with the given access intent.
+ * @file interop/thrust.hpp
+ * @brief `sa::interop::device_begin(a, access, stream)` and `device_end(a, access, stream)`: a
+ *        SmartArray's device copy as a `thrust::device_ptr` range, acquired with the given access
+ *        intent.
  *
  * Any Thrust algorithm then works on the array with the right residency: the range is valid on the
  * device before the algorithm runs, and the host copy is marked stale when the access writes.
@@ -9,8 +10,8 @@
  * @code
  * sa::SmartArray<int> keys(values);                                       // host-valid
  * auto policy = thrust::cuda::par_nosync.on(stream.ref().cuda_stream());
- * thrust::sort(policy, sa::device_begin(keys, sa::Access::read_write, stream),
- *              sa::device_end(keys, sa::Access::read_write, stream));  // one copy in
+ * thrust::sort(policy, sa::interop::device_begin(keys, sa::Access::read_write, stream),
+ *              sa::interop::device_end(keys, sa::Access::read_write, stream));  // one copy in
  * int first = std::as_const(keys)[0];                                     // one copy back
  * @endcode
  *
@@ -22,7 +23,7 @@
 #pragma once
 
 #if !defined(__CUDACC__)
-#error "smartarray/adapters/thrust_interop.hpp needs nvcc: Thrust's device system is CUDA"
+#error "smartarray/interop/thrust.hpp needs nvcc: Thrust's device system is CUDA"
 #endif
 
 #include <smartarray/config.hpp>
@@ -34,9 +35,7 @@
 
 #include <thrust/device_ptr.h>
 
-
-namespace smartarray {
-namespace detail {
+namespace smartarray::detail {
 inline void require_thrust_backend(const char* what, Access access) {
   SMARTARRAY_EXPECTS(backend() == BackendKind::cuda, logic_error, what, "(", to_string(access),
                      "): Thrust's device system is CUDA, and the active backend is host");
@@ -46,7 +45,9 @@ inline void require_writing_access(const char* what, Access access) {
                      "(a, Access::read) on a non-const array would hand out a writable range: "
                      "call ", what, "(std::as_const(a), stream) for a read-only range");
 }
-}  // namespace detail
+}  // namespace smartarray::detail
+
+namespace smartarray::interop {
 
 /**
  * @brief The first element of `a`'s device copy, acquired for `read` on `stream`.
@@ -117,4 +118,4 @@ template <typename T>
   return device_begin(a, access, stream, where) + static_cast<std::ptrdiff_t>(a.size());
 }
 
-}  // namespace smartarray
+}  // namespace smartarray::interop

@@ -1,6 +1,6 @@
 // CcclDeviceResource: requests to a CCCL resource, with eviction and a retry when it runs out.
 #include <smartarray/error.hpp>
-#include <smartarray/memory/cccl_resource.hpp>
+#include <smartarray/interop/cccl_resource.hpp>
 #include <smartarray/runtime/detail/capture.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 
@@ -11,7 +11,7 @@
 #include <new>
 #include <string>
 
-namespace smartarray {
+namespace smartarray::interop {
 namespace {
 
 /// `stream` as the CUDA runtime names it. The library names the default stream of a device by a
@@ -69,4 +69,4 @@ void CcclDeviceResource::do_deallocate(StreamRef stream, void* ptr, std::size_t 
   given_back_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
-}  // namespace smartarray
+}  // namespace smartarray::interop

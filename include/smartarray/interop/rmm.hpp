@@ -1,24 +1,24 @@
 /**
- * @file adapters/rmm.hpp
- * @brief RMM's out-of-memory evicts SmartArrays' device copies: `sa::rmm::eviction_callback` for
- *        `rmm::mr::failure_callback_resource_adaptor`, and `sa::rmm::with_eviction`, which wraps an
- *        RMM resource in one.
+ * @file interop/rmm.hpp
+ * @brief RMM's out-of-memory evicts SmartArrays' device copies: `sa::interop::eviction_callback`
+ *        for `rmm::mr::failure_callback_resource_adaptor`, and `sa::interop::with_eviction`, which
+ *        wraps an RMM resource in one.
  *
  * RMM itself is not a dependency of smartarray: include this header only in code built against
  * RMM (26.x, which needs CCCL 3.3 or later: put RMM's vendored CCCL before the toolkit's, as the
- * `rmm` preset does). The other directions need no RMM header: `smartarray/memory/cccl_resource.hpp`
- * gives RMM containers smartarray's pool (`CcclResourceView`) and SmartArrays RMM's resources
- * (`CcclDeviceResource`).
+ * `rmm` preset does). The other directions need no RMM header:
+ * `smartarray/interop/cccl_resource.hpp` gives RMM containers smartarray's pool
+ * (`CcclResourceView`) and SmartArrays RMM's resources (`CcclDeviceResource`).
  *
  *     auto rmm_pool = rmm::mr::pool_memory_resource(rmm::mr::cuda_memory_resource{}, initial);
- *     auto evicting = sa::rmm::with_eviction(rmm_pool);
+ *     auto evicting = sa::interop::with_eviction(rmm_pool);
  *     rmm::mr::set_current_device_resource(evicting);
  *     // an allocation that fails first drops SmartArrays' device copies, then retries
  */
 #pragma once
 
 #if !__has_include(<rmm/mr/failure_callback_resource_adaptor.hpp>)
-#error "smartarray/adapters/rmm.hpp needs RMM's headers (librmm) on the include path"
+#error "smartarray/interop/rmm.hpp needs RMM's headers (librmm) on the include path"
 #endif
 
 #include <smartarray/core/memory_pressure.hpp>
@@ -30,7 +30,7 @@
 #include <cstddef>
 #include <utility>
 
-namespace smartarray::rmm {
+namespace smartarray::interop {
 
 /**
  * @brief An RMM failure callback (`rmm::mr::failure_callback_t`): drops one more of SmartArrays'
@@ -58,10 +58,10 @@ inline bool eviction_callback(std::size_t bytes, void* device_ordinal) {
  * @param upstream any RMM or CCCL device resource (moved or copied in; RMM's resources are shared
  *        handles).
  */
-[[nodiscard]] inline ::rmm::mr::failure_callback_resource_adaptor<> with_eviction(
+[[nodiscard]] inline rmm::mr::failure_callback_resource_adaptor<> with_eviction(
     cuda::mr::any_resource<cuda::mr::device_accessible> upstream) {
-  return ::rmm::mr::failure_callback_resource_adaptor<>(std::move(upstream), eviction_callback,
-                                                         nullptr);
+  return rmm::mr::failure_callback_resource_adaptor<>(std::move(upstream), eviction_callback,
+                                                       nullptr);
 }
 
-}  // namespace smartarray::rmm
+}  // namespace smartarray::interop
