@@ -29,6 +29,7 @@
 #include <smartarray/diagnostics/observability.hpp>
 #include <smartarray/adapters/out.hpp>
 #include <smartarray/adapters/reduce.hpp>
+#include <smartarray/adapters/transform_reduce.hpp>
 #include <smartarray/core/memory_pressure.hpp>
 #include <smartarray/core/residency.hpp>
 #include <smartarray/runtime/runtime.hpp>
