@@ -8,13 +8,13 @@
 // stream-ordered blocks do.
 #include <smartarray/adapters/detail/reduction_scratch.hpp>
 
-#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/diagnostics/observability.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/memory_resource.hpp>
 #include <smartarray/runtime/detail/capture.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
+#include "core/transfer_scope.hpp"
 
 #include <algorithm>
 #include <array>
@@ -304,15 +304,10 @@ const void* ReductionResult::read(const char* reason, const smartarray::source_l
   Runtime& rt = runtime();
   {
     // The transfer's range covers the enqueue of the event that completes it, as a copy's does.
-    const bool range = nvtx_may_record() && nvtx_push_transfer(event);
-    try {
-      rt.record(slot_->event, stream_);
-    } catch (...) {
-      if (range) nvtx_pop();
-      throw;
-    }
-    emit_transfer(event, nullptr);
-    if (range) nvtx_pop();
+    // The result belongs to no array: counted globally and on its device.
+    TransferScope transfer(event, nullptr);
+    rt.record(slot_->event, stream_);
+    transfer.done();
   }
   rt.synchronize(slot_->event);
   read_ = true;

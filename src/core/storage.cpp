@@ -1,11 +1,11 @@
 // The storage strategies of the memory modes. See storage.hpp.
 #include "core/storage.hpp"
 
-#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include "runtime/host_memory.hpp"
 #include "core/parallel_copy.hpp"
+#include "core/transfer_scope.hpp"
 
 #include <algorithm>
 #include <array>
@@ -139,15 +139,14 @@ class TwoBufferStorage : public StorageStrategy {
                  StreamRef stream) const final {
     // The copies write the device buffer: they follow every earlier use of it on other streams.
     context.order().join_users(stream);
-    // One NVTX range per copy, nested: a plan's copies may go out in one batched call.
-    NvtxRange nvtx;
+    // One transfer per copy, their NVTX ranges nested: a plan's copies may go out in one batched
+    // call.
+    TransferScope uploads(&context.counters());
     for (const PlannedCopy& copy : copies) {
-      nvtx.push_transfer(context.transfer(TransferKind::h2d, copy.range.size()));
+      uploads.add(context.transfer(TransferKind::h2d, copy.range.size()));
     }
     upload(context, copies, stream);
-    for (const PlannedCopy& copy : copies) {
-      context.note_transfer(TransferKind::h2d, copy.range.size());
-    }
+    uploads.done();
     context.order().set_exclusive(stream);
   }
 
@@ -156,9 +155,9 @@ class TwoBufferStorage : public StorageStrategy {
     context.unguard_host(dst);
     context.order().wait_writer(stream);
     context.order().add_user(stream);
-    const NvtxRange nvtx(context.transfer(TransferKind::d2h, range.size()));
+    TransferScope transfer(context.transfer(TransferKind::d2h, range.size()), &context.counters());
     download(context, dst, range, stream);
-    context.note_transfer(TransferKind::d2h, range.size());
+    transfer.done();
     context.note_wait();
   }
 
@@ -371,9 +370,10 @@ class ManagedStorage final : public OneBufferStorage {
     // this array's device work.
     if (!runtime().properties().concurrent_managed_access) return;
     // The host touched the data last: move it before the kernel faults it in page by page.
-    const NvtxRange nvtx(context.transfer(TransferKind::prefetch_to_device, context.size()));
+    TransferScope prefetch(context.transfer(TransferKind::prefetch_to_device, context.size()),
+                           &context.counters());
     runtime().prefetch_async(context.buffers().host, context.size(), Location::device, stream);
-    context.note_transfer(TransferKind::prefetch_to_device, context.size());
+    prefetch.done();
     context.buffers().host_write_faults_pending = false;
   }
   [[nodiscard]] std::byte* device_address(const StorageContext& context) const override {
@@ -384,9 +384,10 @@ class ManagedStorage final : public OneBufferStorage {
   void bring_to_host(const StorageContext& context, StreamRef stream) const override {
     if (!runtime().properties().concurrent_managed_access) return;
     // The device wrote last: bring the pages back in one migration instead of host page faults.
-    const NvtxRange nvtx(context.transfer(TransferKind::prefetch_to_host, context.size()));
+    TransferScope prefetch(context.transfer(TransferKind::prefetch_to_host, context.size()),
+                           &context.counters());
     runtime().prefetch_async(context.buffers().host, context.size(), Location::host, stream);
-    context.note_transfer(TransferKind::prefetch_to_host, context.size());
+    prefetch.done();
     context.buffers().host_write_faults_pending = true;
   }
 };
@@ -396,10 +397,6 @@ class ManagedStorage final : public OneBufferStorage {
 TransferEvent StorageContext::transfer(TransferKind kind, std::size_t bytes) const noexcept {
   return {kind, bytes, reason, core.id(), core.trace_label(), where,
           static_cast<std::int16_t>(device)};
-}
-
-void StorageContext::note_transfer(TransferKind kind, std::size_t bytes) const {
-  emit_transfer(transfer(kind, bytes), &core.counters_);
 }
 
 const StorageStrategy& storage_strategy(MemoryMode mode) noexcept {

@@ -40,11 +40,11 @@ struct StorageContext {
   [[nodiscard]] std::size_t size() const noexcept { return core.state_.size(); }
   /// The host resource (the default is taken at the first call).
   [[nodiscard]] MemoryResource& host_resource() const { return core.host_mr(); }
-  /// One logical transfer of `bytes` (detail::emit_transfer): counted on the array and globally,
-  /// and traced with the call's reason.
-  void note_transfer(TransferKind kind, std::size_t bytes) const;
-  /// The event that note_transfer() reports, for the NVTX range opened before its copy.
+  /// One logical transfer of `bytes` to or from the device, with the call's reason and site, for
+  /// the TransferScope that records it.
   [[nodiscard]] TransferEvent transfer(TransferKind kind, std::size_t bytes) const noexcept;
+  /// The array's counters, where its TransferScopes count its transfers.
+  [[nodiscard]] TransferCounters& counters() const noexcept { return core.counters_; }
   /// The host waited for device work.
   void note_wait() const noexcept { core.counters_.add_wait(); }
   /// Makes the whole host buffer accessible before `dst` is written, when it is the host buffer.

@@ -63,7 +63,8 @@ inline std::atomic<std::uint8_t> nvtx_state{nvtx_undecided};
                                      const char* label,
                                      const smartarray::source_location& where) noexcept;
 /// "H2D device 0 (device access of a stale copy) at train.cu:42": the array as the category,
-/// the bytes as the payload.
+/// the bytes as the payload. The core's TransferScope alone opens these, and counts and traces
+/// the same event, so that the ranges, the counters and the trace agree.
 [[nodiscard]] bool nvtx_push_transfer(const TransferEvent& event) noexcept;
 /// A mark named as nvtx_push_transfer() names a range: a message between processes, which
 /// the library hands to MPI or NCCL rather than copying itself.
@@ -71,8 +72,9 @@ void nvtx_mark_transfer(const TransferEvent& event) noexcept;
 /// Closes the innermost range of this thread in the domain.
 void nvtx_pop() noexcept;
 
-/// The ranges that one scope opened in the `smartarray` domain, closed at its end, innermost
-/// first. Each opening costs one load and branch unless a tool records.
+/// The ranges of adapter calls and acquires that one scope opened in the `smartarray` domain,
+/// closed at its end, innermost first (a transfer's range is its TransferScope's, in the core).
+/// Each opening costs one load and branch unless a tool records.
 class NvtxRange {
  public:
   NvtxRange() noexcept = default;
@@ -80,9 +82,6 @@ class NvtxRange {
   NvtxRange(const char* what, const smartarray::source_location& where) noexcept {
     if (nvtx_may_record()) [[unlikely]] depth_ = nvtx_push_call(what, where) ? 1U : 0U;
   }
-  /// The range of one logical transfer: made before its copy is enqueued, so that the range
-  /// encloses the enqueue.
-  explicit NvtxRange(const TransferEvent& event) noexcept { push_transfer(event); }
   ~NvtxRange() {
     for (; depth_ > 0; --depth_) nvtx_pop();
   }
@@ -95,11 +94,6 @@ class NvtxRange {
     if (nvtx_may_record()) [[unlikely]] {
       depth_ += nvtx_push_acquire(what, bytes, array_id, label, where) ? 1U : 0U;
     }
-  }
-  /// Opens the range of one logical transfer inside those of this scope (before its copy is
-  /// enqueued).
-  void push_transfer(const TransferEvent& event) noexcept {
-    if (nvtx_may_record()) [[unlikely]] depth_ += nvtx_push_transfer(event) ? 1U : 0U;
   }
 
  private:

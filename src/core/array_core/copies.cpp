@@ -3,11 +3,11 @@
 // buffer, the device-to-device copy into an array, and the chunks of out-of-core calls. See
 // core/detail/array_core.hpp.
 #include <smartarray/core/detail/array_core.hpp>
-#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 #include "core/storage.hpp"
 #include "core/transaction.hpp"
+#include "core/transfer_scope.hpp"
 
 #include <algorithm>
 #include <array>
@@ -43,13 +43,13 @@ void ArrayCore::carry_out(const CopyPlan& plan, std::byte* dst, int device,
     // after it. (With one device, the write that made them stale there was ordered after it.)
     if (more_devices_ != nullptr && dst == buffers_.host) host_order().order_after_host_readers(on);
     // A staged read's NVTX range encloses its download; its upload is one of the H2D ranges below.
-    const TransferEvent read{TransferKind::staged, copy.range.size(), staged, id(), trace_label(),
-                             where, static_cast<std::int16_t>(device),
-                             static_cast<std::int16_t>(copy.device)};
-    NvtxRange nvtx;
-    if (up) nvtx.push_transfer(read);
+    TransferScope read(&counters_);
+    if (up) {
+      read.add({TransferKind::staged, copy.range.size(), staged, id(), trace_label(), where,
+                static_cast<std::int16_t>(device), static_cast<std::int16_t>(copy.device)});
+    }
     strategy().to_host(from, dst, copy.range, on);
-    if (up) emit_transfer(read, &counters_);
+    read.done();
   }
   if (!up) return;
   // Up: peer copies, then what the host copy sends, all on `stream`, which lives on `device`.
@@ -73,15 +73,15 @@ void ArrayCore::carry_out(const CopyPlan& plan, std::byte* dst, int device,
       if (copy.to != Side::device || copy.peer == no_peer) continue;
       DeviceCopy& source = device_copy(copy.peer);
       source.order.wait_writer(*stream);
-      const TransferEvent peer_copy{TransferKind::d2d_peer, copy.range.size(), reason, id(),
-                                    trace_label(), where, static_cast<std::int16_t>(device),
-                                    static_cast<std::int16_t>(copy.peer)};
-      const NvtxRange nvtx(peer_copy);
+      TransferScope peer_copy({TransferKind::d2d_peer, copy.range.size(), reason, id(),
+                               trace_label(), where, static_cast<std::int16_t>(device),
+                               static_cast<std::int16_t>(copy.peer)},
+                              &counters_);
       runtime().copy_peer_async(target.data + copy.range.begin, device,
                                 source.data + copy.range.begin, copy.peer, copy.range.size(),
                                 *stream);
       source.order.add_user(*stream);
-      emit_transfer(peer_copy, &counters_);
+      peer_copy.done();
     }
     target.order.set_exclusive(*stream);
   }
@@ -91,13 +91,18 @@ void ArrayCore::carry_out(const CopyPlan& plan, std::byte* dst, int device,
 }
 
 void ArrayCore::copy_device_in(std::byte* dst, const std::byte* src, std::size_t bytes,
-                               StreamRef stream, const smartarray::source_location& where) {
+                               StreamRef stream, const smartarray::source_location& where,
+                               DeviceCopier copier) {
   Transaction transaction(*this, Transaction::Kind::inspect);
   const StorageContext into =
       context("copy from another array", where, runtime().stream_device(stream));
-  const NvtxRange nvtx(into.transfer(TransferKind::d2d, bytes));
-  runtime().copy_async(dst, src, bytes, CopyKind::device_to_device, stream);
-  into.note_transfer(TransferKind::d2d, bytes);
+  TransferScope transfer(into.transfer(TransferKind::d2d, bytes), &counters_);
+  if (copier != nullptr) {
+    copier(dst, src, bytes, stream);
+  } else {
+    runtime().copy_async(dst, src, bytes, CopyKind::device_to_device, stream);
+  }
+  transfer.done();
 }
 
 void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bool wait,
@@ -133,11 +138,11 @@ void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bo
     StreamOrder& order = device_copy(copy.device).order;
     order.wait_writer(on);
     const StorageContext from = context("copy_to_host", where, copy.device);
-    const NvtxRange nvtx(from.transfer(TransferKind::d2h, copy.range.size()));
+    TransferScope transfer(from.transfer(TransferKind::d2h, copy.range.size()), &counters_);
     runtime().copy_async(dst + copy.range.begin, device_copy(copy.device).data + copy.range.begin,
                          copy.range.size(), CopyKind::device_to_host, on);
     order.add_user(on);
-    from.note_transfer(TransferKind::d2h, copy.range.size());
+    transfer.done();
     if (std::find(used.begin(), used.begin() + streams, on) == used.begin() + streams) {
       used[streams++] = on;
     }
@@ -152,20 +157,20 @@ void ArrayCore::upload_chunk(std::byte* device, ByteRange range, StreamRef strea
                              const smartarray::source_location& where) {
   Transaction transaction(*this, Transaction::Kind::inspect, &where);
   const StorageContext chunk = context("out-of-core chunk", where);
-  const NvtxRange nvtx(chunk.transfer(TransferKind::h2d, range.size()));
+  TransferScope transfer(chunk.transfer(TransferKind::h2d, range.size()), &counters_);
   runtime().copy_async(device, buffers_.host + range.begin, range.size(),
                        CopyKind::host_to_device, stream);
-  chunk.note_transfer(TransferKind::h2d, range.size());
+  transfer.done();
 }
 
 void ArrayCore::download_chunk(const std::byte* device, ByteRange range, StreamRef stream,
                                const smartarray::source_location& where) {
   Transaction transaction(*this, Transaction::Kind::inspect, &where);
   const StorageContext chunk = context("out-of-core chunk", where);
-  const NvtxRange nvtx(chunk.transfer(TransferKind::d2h, range.size()));
+  TransferScope transfer(chunk.transfer(TransferKind::d2h, range.size()), &counters_);
   runtime().copy_async(buffers_.host + range.begin, device, range.size(),
                        CopyKind::device_to_host, stream);
-  chunk.note_transfer(TransferKind::d2h, range.size());
+  transfer.done();
 }
 
 }  // namespace smartarray::detail

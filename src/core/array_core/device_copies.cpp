@@ -3,12 +3,12 @@
 // core/detail/array_core.hpp.
 #include <smartarray/core/detail/array_core.hpp>
 #include "core/array_core/capture.hpp"
-#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include <smartarray/error.hpp>
 #include "core/eviction.hpp"
 #include "core/storage.hpp"
 #include "core/transaction.hpp"
+#include "core/transfer_scope.hpp"
 
 #include <algorithm>
 #include <iostream>
@@ -56,16 +56,16 @@ void ArrayCore::ensure_device_capacity(int device, StreamRef stream, std::size_t
   // joined there. An external buffer is left to its owner, untouched.
   const StorageContext growth =
       context("device buffer growth", AcquireScope::current_call_site(), device);
+  TransferScope prefix_copy(&counters_);
   try {
     copy.order.join_users(stream);
-    NvtxRange nvtx;
-    if (keep > 0) nvtx.push_transfer(growth.transfer(TransferKind::d2d, keep));
+    if (keep > 0) prefix_copy.add(growth.transfer(TransferKind::d2d, keep));
     runtime().copy_async(fresh, copy.data, keep, CopyKind::device_to_device, stream);
   } catch (...) {
     resource.deallocate(stream, fresh, new_capacity);
     throw;
   }
-  if (keep > 0) growth.note_transfer(TransferKind::d2d, keep);
+  prefix_copy.done();
   // A pooled buffer was registered already; an external one never was.
   const bool was_external = copy.external;
   if (was_external) {

@@ -2,12 +2,12 @@
 // resources and the eviction registration that go with them, and the array's number and label.
 #include <smartarray/core/detail/array_core.hpp>
 #include "core/array_core/capture.hpp"
-#include <smartarray/diagnostics/nvtx.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/runtime/detail/runtime.hpp>
 #include "core/eviction.hpp"
 #include "core/storage.hpp"
+#include "core/transfer_scope.hpp"
 
 #include <cstring>
 
@@ -91,18 +91,20 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
         source.order.live_writer().value_or(runtime().default_stream(device));
     const StorageContext copying =
         context("copy of an array", smartarray::source_location::current(), device);
+    // The transfer's range opens after the allocation, which may evict other arrays.
+    TransferScope transfer(&counters_);
     try {
       resolve_eviction_registry(device);
       target.data = static_cast<std::byte*>(device_mr(device).allocate(stream, bytes));
       target.capacity = bytes;
-      const NvtxRange nvtx(copying.transfer(TransferKind::d2d, device_end));
+      transfer.add(copying.transfer(TransferKind::d2d, device_end));
       runtime().copy_async(target.data, source.data, device_end, CopyKind::device_to_device,
                            stream);
     } catch (...) {
       release_all();
       throw;
     }
-    copying.note_transfer(TransferKind::d2d, device_end);
+    transfer.done();
     // The copy reads `other` on `stream`: a later write of `other` must wait for it. SmartArray
     // keeps its core mutable, so this core is never a const object.
     const_cast<DeviceCopy&>(source).order.add_user(stream);

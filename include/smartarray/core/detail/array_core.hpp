@@ -120,10 +120,14 @@ class ArrayCore {
   /// of the current device at `external`. Nothing is copied and the buffer is never freed; growth
   /// moves the data to pooled memory and leaves the external buffer as it is.
   void wrap_device(std::byte* external, std::size_t bytes);
+  /// Enqueues a device-to-device copy on a stream, in place of the runtime's copy.
+  using DeviceCopier = void (*)(std::byte* dst, const std::byte* src, std::size_t bytes,
+                                StreamRef stream);
   /// Queues a device-to-device copy of `bytes` bytes from `src` (another array's device copy) to
   /// `dst` (this array's, acquired for writing) on `stream`; counted on this array and traced.
+  /// `copier`, when given, enqueues it instead of the runtime (`copy`'s copy kernel).
   void copy_device_in(std::byte* dst, const std::byte* src, std::size_t bytes, StreamRef stream,
-                      const smartarray::source_location& where);
+                      const smartarray::source_location& where, DeviceCopier copier = nullptr);
   /// Out-of-core chunks: queues the copy of the host bytes `range` (which the host holds) to
   /// `device`, memory outside the array, on `stream`, counted as this array's upload. The state
   /// does not change; the caller waits for `stream` before the host buffer may change.

@@ -20,13 +20,15 @@ namespace detail {
 /// The constructions that need the core of a fresh array, and the operations of the free
 /// functions that need an array's core.
 struct ArrayFactory {
+  /// The device-to-device copy of `copy`, counted on `dst`; `copier` (optional) enqueues it.
   template <typename T>
   static void copy_device(SmartArray<T>& dst, const DeviceView<T>& to,
                           const DeviceView<const T>& from, StreamRef stream,
-                          const smartarray::source_location& where) {
+                          const smartarray::source_location& where,
+                          ArrayCore::DeviceCopier copier = nullptr) {
     dst.core_.copy_device_in(reinterpret_cast<std::byte*>(to.data()),
                              reinterpret_cast<const std::byte*>(from.data()), from.size_bytes(),
-                             stream, where);
+                             stream, where, copier);
   }
   template <typename T>
   static SmartArray<T> device_only(std::size_t n, StreamRef stream, const ArrayOptions& options) {
