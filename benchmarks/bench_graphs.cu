@@ -63,8 +63,8 @@ struct Axpy {
   __host__ __device__ u32 operator()(u32 x, u32 y) const { return a * x + y; }
 };
 
-/// The hand-written kernel's body on raw pointers (bench_support.cuh's grid-stride kernel, with
-/// the launch shape that sa::transform uses).
+/// The hand-written kernel's body on raw pointers, launched one thread per element
+/// (bench_support.cuh's `launch_one_thread_per_item`).
 struct RawAxpy {
   u32 a;
   const u32* x;
@@ -138,8 +138,7 @@ void BM_Chain10(benchmark::State& state) {
   RawArray raw_x(xs), raw_y(ys);
   HandGraph hand(s, [&] {
     for (int k = 0; k < 10; ++k) {
-      sa::bench::grid_stride_kernel<<<sa::bench::blocks_for(n), 256, 0, s>>>(
-          n, RawAxpy{3, raw_x.get(), raw_y.get()});
+      sa::bench::launch_one_thread_per_item(n, RawAxpy{3, raw_x.get(), raw_y.get()}, s);
     }
   });
   // Warm up: the first replay uploads x and y, the eager chain too.

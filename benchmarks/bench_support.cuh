@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -51,16 +52,32 @@ inline std::vector<float> random_floats(std::size_t n, unsigned seed = 42) {
   return out;
 }
 
-/// The kernel of every `Raw::launch` on the cuda backend: a grid-stride loop calling `f(i)`. It
-/// repeats `for_each_index`'s loop on purpose: it is the hand-written baseline, the kernel that a
-/// user without smartarray writes, so the contenders time the same device code and differ only in
-/// what the library does around it.
+/// The kernel of every hand-written element-wise contender on the cuda backend: one thread per
+/// item, `f(i)` for item i, no loop. It is the shape of the best hand-written element-wise CUDA
+/// (blocks of 256 threads, as many blocks as the items need, 32-bit indices), the baseline that
+/// the library's kernels must match; a grid-stride loop over a capped grid is slower on Hopper.
+template <typename Index, typename F>
+__global__ void one_thread_per_item_kernel(Index n, F f) {
+  const Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) f(static_cast<std::size_t>(i));
+}
+
+/// Threads per block of the hand-written element-wise kernels.
+inline constexpr unsigned hand_block = 256;
+
+/// Enqueues `one_thread_per_item_kernel` over `n` items on `stream`: `ceil(n / 256)` blocks of 256
+/// threads, with 32-bit indices while they cover n (64-bit beyond 2^32 items). The caller checks
+/// the launch.
 template <typename F>
-__global__ void grid_stride_kernel(std::size_t n, F f) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
-    f(i);
+void launch_one_thread_per_item(std::size_t n, F f, cudaStream_t stream) {
+  if (n == 0) return;
+  const std::size_t blocks = (n + hand_block - 1) / hand_block;
+  if (n <= std::numeric_limits<std::uint32_t>::max() - hand_block) {
+    one_thread_per_item_kernel<std::uint32_t><<<static_cast<unsigned>(blocks), hand_block, 0,
+                                                stream>>>(static_cast<std::uint32_t>(n), f);
+  } else {
+    one_thread_per_item_kernel<std::size_t>
+        <<<static_cast<unsigned>(blocks), hand_block, 0, stream>>>(n, f);
   }
 }
 
@@ -83,13 +100,6 @@ inline void prefetch_managed(const void* p, std::size_t bytes, PrefetchTo to, cu
       cudaMemPrefetchAsync(p, bytes, to == PrefetchTo::device ? device : cudaCpuDeviceId, stream),
       what);
 #endif
-}
-
-/// Blocks of 256 threads for a grid-stride loop over `n` items: enough to fill the device, no more.
-inline unsigned blocks_for(std::size_t n) {
-  const std::size_t wanted = (n + 255) / 256;
-  const std::size_t full = static_cast<std::size_t>(device_properties().multiprocessor_count) * 32;
-  return static_cast<unsigned>(std::max<std::size_t>(1, std::min(wanted, full)));
 }
 
 /**
@@ -164,6 +174,16 @@ class Raw {
       detail::runtime().copy_async(dst, src, bytes, detail::CopyKind::device_to_host, stream_);
     }
   }
+  /// @brief Enqueues a copy of `bytes` from device memory to device memory (`cudaMemcpyAsync`).
+  void copy_on_device_async(void* dst, const void* src, std::size_t bytes) const {
+    if (cuda_) {
+      SMARTARRAY_CUDA_TRY(
+          cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_.cuda_stream()),
+          "copy ", bytes, " bytes device to device");
+    } else {
+      detail::runtime().copy_async(dst, src, bytes, detail::CopyKind::device_to_device, stream_);
+    }
+  }
   /// @brief Blocks the host until the work queued on the stream is done.
   void synchronize() const {
     if (cuda_) {
@@ -172,11 +192,12 @@ class Raw {
       smartarray::synchronize(stream_);
     }
   }
-  /// @brief Enqueues `f(i)` for i in [0, n): a grid-stride kernel, or `for_each_index` on host.
+  /// @brief Enqueues `f(i)` for i in [0, n): one thread per item (`launch_one_thread_per_item`),
+  ///        or `for_each_index` on host.
   template <typename F>
   void launch(std::size_t n, F f) const {
     if (cuda_) {
-      grid_stride_kernel<<<blocks_for(n), 256, 0, stream_.cuda_stream()>>>(n, f);
+      launch_one_thread_per_item(n, f, stream_.cuda_stream());
       SMARTARRAY_CUDA_TRY(cudaGetLastError(), "launch a kernel over ", n, " elements");
     } else {
       for_each_index(n, f, stream_);

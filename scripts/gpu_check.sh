@@ -37,8 +37,8 @@
 # --dry-run configures and asks the build tool what the phases' build would do (its -n), then
 #   stops: it checks the phases' target selection on a machine without a GPU (CI runs it with
 #   bench targets).
-# --target-set SET runs only that set of the targets phase (pipelines, modes, partial, multi_gpu;
-#   repeatable; default every set).
+# --target-set SET runs only that set of the targets phase (pipelines, modes, partial, multi_gpu,
+#   stream; repeatable; default every set).
 # Environment:
 #   PYTHON                 the interpreter for the python phase, and whose nvidia-nccl wheel gives
 #                          NCCL when NCCL_ROOT is not set (default python3)
@@ -61,12 +61,13 @@
 # drift. The contenders that a target compares run as repetitions in random interleaved order
 # (Google Benchmark's --benchmark_enable_random_interleaving), so that a slow change of the
 # machine (clocks, the VM's neighbours) falls on both sides of each ratio instead of on whichever
-# benchmark ran last. Writes targets_pipelines.json, targets_modes.json, targets_partial.json and
-# targets_multi_gpu.json into the results folder (with the provenance of bench_main.hpp), and the
-# console output of each to gpu-out/targets_<set>.txt; scripts/bench_report.py reports the median
-# of each contender's repetitions and the ratios of the medians. bench_partial's calls of
-# milliseconds run at least 1 s per repetition whatever TARGET_MIN_TIME says (long_call_min_time
-# there).
+# benchmark ran last. Writes targets_pipelines.json, targets_modes.json, targets_partial.json,
+# targets_multi_gpu.json and targets_stream.json into the results folder (with the provenance of
+# bench_main.hpp), and the console output of each to gpu-out/targets_<set>.txt;
+# scripts/bench_report.py reports the median of each contender's repetitions and the ratios of the
+# medians (bench_stream interleaves its contenders inside each run too, and its ratios are the
+# medians of its counters). bench_partial's calls of milliseconds run at least 1 s per repetition
+# whatever TARGET_MIN_TIME says (long_call_min_time there).
 #
 # sanitize: compute-sanitizer's tools over every test binary and example of the build, on the cuda
 # backend, with one summary line per tool; logs in gpu-out/compute-sanitizer/, one per tool and
@@ -355,9 +356,9 @@ if has targets; then
   mkdir -p "${results}"
   rm -f "${results}"/targets_*.json
   start=${SECONDS}
-  # issue 8: smartarray against explicit on every workload, and migration bandwidth against pinned.
+  # smartarray against explicit on every workload, and migration bandwidth against pinned.
   run_targets bench_pipelines '^BM_((add|gaussian|polar|chain10|iterative)/(explicit|smartarray)|bandwidth/(smartarray|pinned_memcpy))/' targets_pipelines
-  # issue 6: explicit against pinned, pageable against pageable memcpy, managed prefetch against on demand.
+  # explicit against pinned, pageable against pageable memcpy, managed prefetch against on demand.
   run_targets bench_modes '/(explicit|pinned_memcpy|pageable|pageable_memcpy|managed_prefetch|managed_on_demand)/' targets_modes
   # Partial residency: smartarray against explicit when the host reads or writes part of an array
   # that the device works on, and out-of-core calls against a hand-written loop and the pinned
@@ -366,6 +367,10 @@ if has targets; then
   # Multi-GPU: a read on a second GPU against a hand-written cudaMemcpyPeerAsync (skipped, with
   # every benchmark marked so, on a machine of one GPU).
   run_targets bench_multi_gpu '^BM_peer_read/(smartarray|explicit)/' targets_multi_gpu
+  # The element-wise adapters, transform_reduce, reduce and copy against the best
+  # hand-written kernels, CUB and cudaMemcpyAsync (bench_stream; its contenders are interleaved
+  # inside each run, and the ratios are its counters).
+  run_targets bench_stream '^BM_(stream|reduce|copy_d2d)/' targets_stream
   echo "targets: $((SECONDS - start)) s; results in ${results}/ (copy into benchmarks/results/)" |
     tee -a "${out}/summary.txt"
   # Each JSON's provenance and every target with its figure and whether it is met.

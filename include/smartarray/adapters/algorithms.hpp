@@ -5,8 +5,11 @@
  *
  * Both overwrite their destination, so it is acquired with `discard`: nothing is copied into it,
  * and its host copy becomes stale (for a slice, in the slice's range only). `copy` is one
- * device-to-device copy (counted as such) and works from any compiler; `fill` is a grid-stride
- * kernel through `for_each_index` (the calling file must be compiled by nvcc on the cuda backend).
+ * device-to-device copy (counted as such) and works from any compiler: under nvcc, a copy of at
+ * most `device_copy_kernel_max_bytes` between 16-byte aligned ranges is a copy kernel of 16 bytes
+ * per thread, which beats `cudaMemcpyAsync` at those sizes, and anything else `cudaMemcpyAsync`.
+ * `fill` is an element-wise kernel through `for_each_index` (the calling file must be compiled by
+ * nvcc on the cuda backend).
  */
 #pragma once
 
@@ -25,6 +28,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <type_traits>
@@ -59,6 +63,64 @@ auto writable_slice(A& argument) {
   } else {
     return argument.slice(0, argument.size());
   }
+}
+
+/// Device-to-device copies of at most this many bytes, between ranges that both start on a
+/// 16-byte boundary, are a copy kernel (`copy_by_kernel`); larger or unaligned ones are
+/// `cudaMemcpyAsync`. `bench_stream`'s `BM_copy_d2d` times both at each size (`kernel_vs_memcpy`).
+inline constexpr std::size_t device_copy_kernel_max_bytes = std::size_t{1} << 26;
+
+/// True when copy() of `bytes` bytes takes the copy kernel (under nvcc, on the cuda backend).
+[[nodiscard]] constexpr bool device_copy_uses_kernel(std::size_t bytes, bool aligned) noexcept {
+  return aligned && bytes <= device_copy_kernel_max_bytes;
+}
+
+#if defined(__CUDACC__)
+/// `vectors` 16-byte vectors from `src` to `dst`, one per thread, then the `tail` last bytes (fewer
+/// than 16), one per thread of the first threads. `Vector` is `uint4`.
+template <typename Vector>
+__global__ void copy_vectors_kernel(Vector* dst, const Vector* src, std::uint32_t vectors,
+                                    std::byte* tail_dst, const std::byte* tail_src,
+                                    std::uint32_t tail) {
+  const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < vectors) dst[i] = src[i];
+  if (i < tail) tail_dst[i] = tail_src[i];
+}
+
+/// Enqueues the copy of `bytes` bytes (at most device_copy_kernel_max_bytes, both ends 16-byte
+/// aligned) on `stream` as copy_vectors_kernel: ArrayCore's copier for copy().
+inline void copy_by_kernel(std::byte* dst, const std::byte* src, std::size_t bytes,
+                           StreamRef stream) {
+  constexpr unsigned block = 256;
+  const auto vectors = static_cast<std::uint32_t>(bytes / sizeof(uint4));
+  const auto tail = static_cast<std::uint32_t>(bytes % sizeof(uint4));
+  const std::size_t body = std::size_t{vectors} * sizeof(uint4);
+  const std::uint32_t threads = std::max(vectors, tail);
+  const DeviceGuard on_device(stream_device(stream));
+  copy_vectors_kernel<<<(threads + block - 1) / block, block, 0, stream.cuda_stream()>>>(
+      reinterpret_cast<uint4*>(dst), reinterpret_cast<const uint4*>(src), vectors, dst + body,
+      src + body, tail);
+  SMARTARRAY_CUDA_TRY(cudaGetLastError(), "launch the copy kernel of ", bytes,
+                      " bytes device to device on stream ", stream.handle());
+}
+#endif
+
+// copy() has one body under nvcc (which may take the copy kernel) and another without: they live
+// in the compiler's inline namespace, as the kernel adapters do (for_each_index.hpp).
+inline namespace SMARTARRAY_KERNEL_ABI {
+/// The copier of copy(): the copy kernel where device_copy_uses_kernel() says so (only under nvcc,
+/// on the cuda backend), else nothing (the runtime's cudaMemcpyAsync).
+template <typename T>
+[[nodiscard]] ArrayCore::DeviceCopier device_copier(
+    [[maybe_unused]] const DeviceView<T>& to, [[maybe_unused]] const DeviceView<const T>& from) {
+#if defined(__CUDACC__)
+  const bool aligned = reinterpret_cast<std::uintptr_t>(&to[0]) % sizeof(uint4) == 0 &&
+                       reinterpret_cast<std::uintptr_t>(&from[0]) % sizeof(uint4) == 0;
+  if (backend() == BackendKind::cuda && device_copy_uses_kernel(from.size_bytes(), aligned)) {
+    return &copy_by_kernel;
+  }
+#endif
+  return nullptr;
 }
 
 /// copy() of any mix of arrays and slices (`Dst` is writable; the element types match).
@@ -102,8 +164,9 @@ void copy_elements(Dst& dst, const Src& src, StreamRef stream,
   }
   const DeviceView<const T> from = src.device_view(stream, where);
   const DeviceView<T> to = dst.device_view(Access::discard, stream, where);
-  ArrayFactory::copy_device(array_of(dst), to, from, stream, where);
+  ArrayFactory::copy_device(array_of(dst), to, from, stream, where, device_copier(to, from));
 }
+}  // namespace SMARTARRAY_KERNEL_ABI
 
 /// True for the arguments that copy() takes as a destination or a source: arrays and slices.
 template <typename A>
@@ -121,6 +184,8 @@ constexpr bool writable_destination() {
 }
 
 }  // namespace detail
+
+inline namespace SMARTARRAY_KERNEL_ABI {
 
 /**
  * @brief Copies every element of `src` into `dst` on the device: `src` is acquired for `read`,
@@ -171,12 +236,26 @@ void copy(Dst&& dst, const Src& src, StreamRef stream = {},
   if constexpr (same_type && writable) detail::copy_elements(dst, src, stream, where);
 }
 
+}  // namespace SMARTARRAY_KERNEL_ABI
+
 namespace detail {
+/// fill's body: `view[i] = value`; its vector form stores V copies of the value in one access.
 template <typename T>
 struct FillOp {
   DeviceView<T> view;
   T value;
+
+  static constexpr std::size_t vector_element_bytes =
+      vector_elements(sizeof(T)) > 1 ? sizeof(T) : 0;
+
   SMARTARRAY_HOST_DEVICE void operator()(std::size_t i) const { view[i] = value; }
+  [[nodiscard]] bool vector_aligned() const noexcept { return detail::vector_aligned(view); }
+  template <unsigned V>
+  SMARTARRAY_HOST_DEVICE void apply_vector(std::size_t first) const {
+    AlignedVector<T, V> values;
+    for (unsigned k = 0; k < V; ++k) values.elements[k] = value;
+    store_vector<V>(view, first, values);
+  }
 };
 }  // namespace detail
 

@@ -2,9 +2,11 @@
  * @file adapters/for_each_index.hpp
  * @brief `for_each_index(n, f, stream)`: runs `f(i)` for every i in [0, n) on the device.
  *
- * On the cuda backend this is a grid-stride kernel sized from the SM count (the calling file must
- * be compiled by nvcc, and `f` must be `__host__ __device__`). On the host backend `f` runs on the
- * stream's worker thread, in order with the stream's other work.
+ * On the cuda backend this is a kernel of one thread per index: `ceil(n / 256)` blocks of 256
+ * threads, 32-bit indices while they cover n (adapters/detail/elementwise.hpp has the shape and
+ * its knobs). The calling file must be compiled by nvcc, and `f` must be `__host__ __device__`.
+ * On the host backend `f` runs on the stream's worker thread, in order with the stream's other
+ * work.
  *
  * The adapters that launch kernels of their own (this one, `transform`, `map`, `fill`, `reduce`)
  * have one body under nvcc and another, which can only throw on the cuda backend, under a plain C++
@@ -19,12 +21,12 @@
 #include <smartarray/runtime/runtime.hpp>
 #include <smartarray/runtime/stream.hpp>
 #include <smartarray/runtime/detail/stream_work.hpp>
+#include <smartarray/adapters/detail/elementwise.hpp>
 
 #if defined(__CUDACC__)
 #include <smartarray/runtime/detail/cuda_check.hpp>
 #endif
 
-#include <algorithm>
 #include <cstddef>
 #include <utility>
 
@@ -48,25 +50,9 @@ inline void require_kernel_compiler([[maybe_unused]] const char* what,
 #endif
 }
 
-#if defined(__CUDACC__)
-template <typename F>
-__global__ void for_each_index_kernel(std::size_t n, F f) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
-    f(i);
-  }
-}
-
-/// Blocks for a grid-stride launch over `n` items: enough to fill the device, no more.
-inline unsigned grid_size_for(std::size_t n, unsigned block) {
-  const std::size_t wanted = (n + block - 1) / block;
-  const std::size_t full = static_cast<std::size_t>(device_properties().multiprocessor_count) * 32;
-  return static_cast<unsigned>(std::max<std::size_t>(1, std::min(wanted, full)));
-}
-#endif
-
-/// for_each_index() without its NVTX range: the kernels of the other adapters, inside theirs.
+/// for_each_index() without its NVTX range: the kernels of the other adapters, inside theirs. A
+/// body with a vector form (`ElementwiseBody`: transform's and fill's) may take several elements
+/// per thread; `f(i)` alone takes one.
 template <typename F>
 void for_each_index_on(std::size_t n, F f, StreamRef stream) {
   if (n == 0) {
@@ -80,12 +66,12 @@ void for_each_index_on(std::size_t n, F f, StreamRef stream) {
     return;
   }
 #if defined(__CUDACC__)
-  constexpr unsigned block = 256;
   const DeviceGuard on_device(stream_device(stream));
-  detail::for_each_index_kernel<<<detail::grid_size_for(n, block), block, 0,
-                                  stream.cuda_stream()>>>(n, f);
-  SMARTARRAY_CUDA_TRY(cudaGetLastError(), "launch for_each_index over ", n, " elements on stream ",
-                      stream.handle());
+  const ElementwiseShape shape = elementwise_shape_of(n, f);
+  launch_elementwise(n, f, shape, stream.cuda_stream());
+  SMARTARRAY_CUDA_TRY(cudaGetLastError(), "launch an element-wise kernel over ", n,
+                      " elements (", shape.grid, " blocks of ", elementwise_block, " threads, ",
+                      shape.elements_per_thread, " elements each) on stream ", stream.handle());
 #else
   require_kernel_compiler("for_each_index", n);
 #endif

@@ -23,10 +23,11 @@
  * A last argument that is a stream (`StreamRef`, `Stream` or `cudaStream_t`) is the stream to run
  * on; otherwise the default stream. Any number of operands follow the functor; the migration trace
  * names the line of the `transform` or `map` call for the copies its operands need. On the cuda
- * backend the work is a grid-stride kernel sized from the SM count (through `for_each_index`; the
- * calling file must be compiled by nvcc). On the host backend `f` runs on the stream's worker
- * thread. `f` must be callable on the host and the device (`__host__ __device__`, or a lambda
- * marked `SMARTARRAY_HOST_DEVICE`).
+ * backend the work is one kernel of one thread per element, or per 16-byte vector of elements when
+ * the element types are small and every array starts on a 16-byte boundary
+ * (adapters/detail/elementwise.hpp; the calling file must be compiled by nvcc). On the host backend
+ * `f` runs on the stream's worker thread. `f` must be callable on the host and the device
+ * (`__host__ __device__`, or a lambda marked `SMARTARRAY_HOST_DEVICE`).
  *
  * @code
  * struct Add { SMARTARRAY_HOST_DEVICE float operator()(float x, float y) const { return x + y; } };
@@ -53,6 +54,7 @@
 #include <cuda/std/tuple>
 #include <cuda/std/utility>
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <memory>
@@ -127,12 +129,69 @@ SMARTARRAY_HOST_DEVICE const S& element_at(const S& scalar, std::size_t) {
   return scalar;
 }
 
-/// The per-element body: `out[i] = f(operands[i]...)`, scalars broadcast.
+/// The element type of a kernel operand: a view's element, or the scalar's type.
+template <typename A>
+struct KernelOperandElement {
+  using type = A;
+};
+template <typename T>
+struct KernelOperandElement<DeviceView<T>> {
+  using type = std::remove_const_t<T>;
+};
+template <typename A>
+using kernel_operand_element_t = typename KernelOperandElement<A>::type;
+
+/// A view operand's V elements from `first`, loaded as one vector; a scalar as it is.
+template <unsigned V, typename T>
+SMARTARRAY_HOST_DEVICE auto vector_operand(const DeviceView<T>& view, std::size_t first) {
+  return load_vector<V>(view, first);
+}
+template <unsigned V, typename S>
+SMARTARRAY_HOST_DEVICE const S& vector_operand(const S& scalar, std::size_t) {
+  return scalar;
+}
+/// Element k of what vector_operand() returned.
+template <typename T, unsigned V>
+SMARTARRAY_HOST_DEVICE const T& vector_element(const AlignedVector<T, V>& vector, unsigned k) {
+  return vector.elements[k];
+}
+template <typename S>
+SMARTARRAY_HOST_DEVICE const S& vector_element(const S& scalar, unsigned) {
+  return scalar;
+}
+
+/// The widest element that TransformOp's vector form loads or stores (the output's and the view
+/// operands'; scalars are broadcast, not loaded); 0 when it has no vector form: an element size
+/// that is not a power of two, or a functor that does not take const elements (one that writes
+/// through a non-const reference to a view's element).
+template <typename F, typename R, typename... Operands>
+constexpr std::size_t transform_vector_element_bytes() {
+  if constexpr (!std::is_invocable_v<F&, const kernel_operand_element_t<Operands>&...>) {
+    return 0;
+  } else {
+    std::size_t widest = sizeof(R);
+    bool vectorizable = vector_elements(sizeof(R)) > 1;
+    const auto take = [&](std::size_t bytes, bool is_view) {
+      if (!is_view) return;
+      widest = std::max(widest, bytes);
+      vectorizable = vectorizable && vector_elements(bytes) > 1;
+    };
+    (take(sizeof(kernel_operand_element_t<Operands>), is_device_view_v<Operands>), ...);
+    return vectorizable ? widest : 0;
+  }
+}
+
+/// The per-element body: `out[i] = f(operands[i]...)`, scalars broadcast. Its vector form
+/// (adapters/detail/elementwise.hpp) loads V elements of each view operand in one access, calls
+/// `f` V times and stores the V results in one access.
 template <typename F, typename R, typename... Operands>
 struct TransformOp {
   F f;
   DeviceView<R> out;
   cuda::std::tuple<Operands...> operands;
+
+  static constexpr std::size_t vector_element_bytes =
+      transform_vector_element_bytes<F, R, Operands...>();
 
   SMARTARRAY_HOST_DEVICE void operator()(std::size_t i) {
     apply(i, cuda::std::index_sequence_for<Operands...>{});
@@ -140,6 +199,39 @@ struct TransformOp {
   template <std::size_t... I>
   SMARTARRAY_HOST_DEVICE void apply(std::size_t i, cuda::std::index_sequence<I...>) {
     out[i] = static_cast<R>(f(element_at(cuda::std::get<I>(operands), i)...));
+  }
+
+  /// True when the output and every view operand start on a vector boundary.
+  [[nodiscard]] bool vector_aligned() const noexcept {
+    return [this]<std::size_t... I>(std::index_sequence<I...>) {
+      return detail::vector_aligned(out) && (operand_aligned(cuda::std::get<I>(operands)) && ...);
+    }(std::index_sequence_for<Operands...>{});
+  }
+
+  template <unsigned V>
+  SMARTARRAY_HOST_DEVICE void apply_vector(std::size_t first) {
+    apply_vector<V>(first, cuda::std::index_sequence_for<Operands...>{});
+  }
+  template <unsigned V, std::size_t... I>
+  SMARTARRAY_HOST_DEVICE void apply_vector(std::size_t first, cuda::std::index_sequence<I...>) {
+    // Every load before any store: an in-place transform reads its elements before it writes them.
+    const cuda::std::tuple<decltype(vector_operand<V>(cuda::std::get<I>(operands), first))...> in{
+        vector_operand<V>(cuda::std::get<I>(operands), first)...};
+    AlignedVector<R, V> result;
+    for (unsigned k = 0; k < V; ++k) {
+      result.elements[k] = static_cast<R>(f(vector_element(cuda::std::get<I>(in), k)...));
+    }
+    store_vector<V>(out, first, result);
+  }
+
+ private:
+  template <typename A>
+  static bool operand_aligned(const A& operand) noexcept {
+    if constexpr (is_device_view_v<A>) {
+      return detail::vector_aligned(operand);
+    } else {
+      return true;
+    }
   }
 };
 
