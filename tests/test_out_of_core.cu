@@ -1,6 +1,7 @@
 // Out-of-core adapters (docs/residency.md): a call whose arrays need more device memory than the
 // device budget runs in chunks, with exact transfer counts; launch refuses it. The budget is set
 // through the API here; CTest also runs this binary with SMARTARRAY_DEVICE_BUDGET set.
+#include "support/small_device_budget.hpp"
 #include "support/test_support.hpp"
 
 #include <smartarray/smartarray.hpp>
@@ -18,8 +19,7 @@ using sa::test::random_values;
 
 namespace {
 
-constexpr std::size_t budget = std::size_t{8} << 20;  // 8 MiB
-constexpr std::size_t n = std::size_t{4} << 20;       // 16 MiB of floats per array
+constexpr std::size_t n = std::size_t{4} << 20;  // 16 MiB of floats per array
 
 struct Axpy {
   float k;
@@ -42,32 +42,7 @@ __global__ void scale_kernel(sa::DeviceView<float> v) {
 }
 
 /// The budget of the test, restored after it (the budget of the environment, if any).
-class OutOfCore : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (sa::backend() == sa::BackendKind::cuda || sa::device_budget() > budget) {
-      previous_ = sa::default_device_pool().maximum_size();
-      sa::set_device_budget(budget);
-      restore_ = true;
-    }
-    // Leave no earlier test's memory in the pool: the budget is what the chunks may take.
-    (void)sa::default_device_pool().trim();
-  }
-  void TearDown() override {
-    if (restore_) sa::set_device_budget(previous_);
-  }
-  /// The chunks of a call over `count` elements with `element_bytes` bytes of arrays per element
-  /// (core/detail/chunked_access.hpp).
-  static std::size_t chunks_of(std::size_t count, std::size_t element_bytes) {
-    const std::size_t chunk =
-        sa::device_budget() / 2 / (sa::detail::chunk_slots * element_bytes) / 256 * 256;
-    return (count + chunk - 1) / chunk;
-  }
-
- private:
-  std::optional<std::size_t> previous_;
-  bool restore_ = false;
-};
+class OutOfCore : public sa::test::SmallDeviceBudget {};
 
 }  // namespace
 

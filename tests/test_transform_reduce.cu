@@ -3,6 +3,7 @@
 // out-of-core path, and reductions with no fixed cost: reduce and transform_reduce allocate
 // nothing and wait for nothing but their result in the steady state, and concurrent host threads
 // each get their own result. Every body runs on the host and the cuda backend.
+#include "support/small_device_budget.hpp"
 #include "support/test_support.hpp"
 
 #include "support/device_ops.cuh"
@@ -677,32 +678,8 @@ TEST(ReductionsWithNoFixedCost, ConcurrentThreadsEachGetTheirOwnResult) {
 // --- out of core
 // -----------------------------------------------------------------------------------
 
-/// A device budget of 8 MiB for the test, restored after it (as test_out_of_core.cu sets it).
-class TransformReduceOutOfCore : public ::testing::Test {
- protected:
-  static constexpr std::size_t budget = std::size_t{8} << 20;
-  void SetUp() override {
-    if (sa::backend() == sa::BackendKind::cuda || sa::device_budget() > budget) {
-      previous_ = sa::default_device_pool().maximum_size();
-      sa::set_device_budget(budget);
-      restore_ = true;
-    }
-    (void)sa::default_device_pool().trim();
-  }
-  void TearDown() override {
-    if (restore_) sa::set_device_budget(previous_);
-  }
-  /// The chunks of a call over `count` elements with `element_bytes` bytes of arrays per element.
-  static std::size_t chunks_of(std::size_t count, std::size_t element_bytes) {
-    const std::size_t chunk =
-        sa::device_budget() / 2 / (sa::detail::chunk_slots * element_bytes) / 256 * 256;
-    return (count + chunk - 1) / chunk;
-  }
-
- private:
-  std::optional<std::size_t> previous_;
-  bool restore_ = false;
-};
+/// A device budget of 8 MiB for the test, restored after it.
+class TransformReduceOutOfCore : public sa::test::SmallDeviceBudget {};
 
 TEST_F(TransformReduceOutOfCore, FoldsChunksOfArraysOverTheBudget) {
   constexpr std::size_t n = std::size_t{2} << 20;  // 16 MiB of int64 per array
