@@ -150,7 +150,7 @@ bool initialize(std::vector<char*>& args) {
 }
 
 int run_main(int argc, char** argv, void (*register_benchmarks)(bool quick),
-             const int* failed_runs) {
+             const int* failures) {
   const bool quick = std::any_of(argv + 1, argv + argc,
                                  [](const char* arg) { return std::strcmp(arg, "--quick") == 0; });
   static char quick_min_time[] = "--benchmark_min_time=0.01";
@@ -164,7 +164,7 @@ int run_main(int argc, char** argv, void (*register_benchmarks)(bool quick),
   add_provenance();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  return *failed_runs == 0 ? 0 : 1;
+  return *failures == 0 ? 0 : 1;
 }
 
 int run_main(int argc, char** argv, void (*register_benchmarks)()) {

@@ -40,10 +40,20 @@ int run_main(int argc, char** argv, void (*register_benchmarks)() = nullptr);
 
 /// A whole benchmark main that takes `--quick` (small sizes, 0.01 s per run: the CTest smoke runs;
 /// a --benchmark_min_time given too wins): initialize, call `register_benchmarks(quick)`, add the
-/// provenance, run, shut down. Returns 1 when `*failed_runs` is not zero afterwards (the count of
-/// runs that failed their checks).
+/// provenance, run, shut down. Returns 1 when `*failures` is not zero afterwards (the count of
+/// runs that failed their checks, `&failed_runs` below or the binary's own).
 int run_main(int argc, char** argv, void (*register_benchmarks)(bool quick),
-             const int* failed_runs);
+             const int* failures);
+
+/// The runs of this process that failed a check of their results (fail_run()).
+inline int failed_runs = 0;
+
+/// Fails the current run: skipped with "FAILED: <why>" and counted in `failed_runs`, which
+/// `run_main(..., &failed_runs)` turns into the exit status.
+inline void fail_run(benchmark::State& state, const std::string& why) {
+  ++failed_runs;
+  state.SkipWithError(("FAILED: " + why).c_str());
+}
 
 }  // namespace smartarray::bench
 

@@ -79,13 +79,7 @@ using sa::bench::Raw;
 
 namespace {
 
-/// Runs that failed a check: main's exit status.
-int failed_runs = 0;
-
-void fail(benchmark::State& state, const std::string& why) {
-  ++failed_runs;
-  state.SkipWithError(("FAILED: " + why).c_str());
-}
+using sa::bench::fail_run;
 
 /// The value that call `call` puts at index `i`: 23 bits of a hash of both (splitmix64) as the
 /// fraction of a float in [1, 2). Never zero, new in every call (a stale copy shows), and computed
@@ -662,7 +656,7 @@ void check_copies(benchmark::State& state, const Contender& contender,
   if (made.h2d_count != promised.h2d * calls || made.h2d_bytes != promised.h2d_bytes * calls ||
       made.d2h_count != promised.d2h * calls || made.d2h_bytes != promised.d2h_bytes * calls ||
       made.d2d_count != 0) {
-    fail(state, "expected " + std::to_string(promised.h2d) + " H2D (" +
+    fail_run(state, "expected " + std::to_string(promised.h2d) + " H2D (" +
                     std::to_string(promised.h2d_bytes) + " B) and " +
                     std::to_string(promised.d2h) + " D2H (" + std::to_string(promised.d2h_bytes) +
                     " B) per call; smartarray made " + made.to_string() + " in " +
@@ -684,7 +678,7 @@ void measure(benchmark::State& state, Factory factory) {
     state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
   }
   check_copies(state, *contender, sa::global_transfer_stats() - before);
-  if (std::string why = contender->check(); !why.empty()) fail(state, why);
+  if (std::string why = contender->check(); !why.empty()) fail_run(state, why);
   contender->tear_down();
 }
 
@@ -835,5 +829,5 @@ void register_all(const Sizes& sizes, bool quick) {
 int main(int argc, char** argv) {
   return sa::bench::run_main(
       argc, argv, [](bool quick) { register_all(quick ? quick_sizes : full_sizes, quick); },
-      &failed_runs);
+      &sa::bench::failed_runs);
 }

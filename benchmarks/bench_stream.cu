@@ -86,12 +86,7 @@ using sa::bench::Raw;
 
 namespace {
 
-int failed_runs = 0;
-
-void fail(benchmark::State& state, const std::string& why) {
-  ++failed_runs;
-  state.SkipWithError(("FAILED: " + why).c_str());
-}
+using sa::bench::fail_run;
 
 // --- timing --------------------------------------------------------------------------------------
 
@@ -527,7 +522,7 @@ void stream_kernel(benchmark::State& state, StreamOp op) {
       reset();
       contenders[k].call();
       if (!same_values(raw, out, expected.get(), n)) {
-        return fail(state, contenders[k].name + " differs from kernel");
+        return fail_run(state, contenders[k].name + " differs from kernel");
       }
     }
     reset();
@@ -686,7 +681,7 @@ void stream_dot(benchmark::State& state) {
        }}};
   for (const Contender& c : contenders) c.call();
   if (!same_sum(sums[0], sums[1]) || !same_sum(sums[2], sums[1])) {
-    return fail(state, "the dot products differ: smartarray " + std::to_string(sums[0]) +
+    return fail_run(state, "the dot products differ: smartarray " + std::to_string(sums[0]) +
                            ", one_pass " + std::to_string(sums[1]) + ", cub " +
                            std::to_string(sums[2]));
   }
@@ -769,7 +764,7 @@ void reduce_device(benchmark::State& state) {
   const SmartArray<float> result = sa::reduce_async(r.array(), 0.0F, Plus{}, stream);
   const float got = result.host_view()[0];
   if (!same_sum(got, want)) {
-    return fail(state, "reduce_async's sum " + std::to_string(got) + " differs from CUB's " +
+    return fail_run(state, "reduce_async's sum " + std::to_string(got) + " differs from CUB's " +
                            std::to_string(want));
   }
   const std::vector<Contender> contenders{
@@ -799,7 +794,7 @@ void reduce_round_trip(benchmark::State& state) {
       {"cub", [&] { sums[1] = r.cub_sum_to_host(); }}};
   for (const Contender& c : contenders) c.call();
   if (!same_sum(sums[0], sums[1])) {
-    return fail(state, "reduce's sum " + std::to_string(sums[0]) + " differs from CUB's " +
+    return fail_run(state, "reduce's sum " + std::to_string(sums[0]) + " differs from CUB's " +
                            std::to_string(sums[1]));
   }
   const std::vector<double> t = interleave(state, contenders, round_trip_seconds, 1);
@@ -832,7 +827,7 @@ void copy_d2d(benchmark::State& state) {
   for (const Contender& c : contenders) {
     raw.launch(n, Hash<float>{to, 9});
     c.call();
-    if (!same_values(raw, to, from, n)) return fail(state, c.name + " copied wrong values");
+    if (!same_values(raw, to, from, n)) return fail_run(state, c.name + " copied wrong values");
   }
   BatchTimer timer(stream);
   const std::vector<double> t = interleave(state, contenders, timer, batch);
@@ -909,5 +904,5 @@ void register_all(const Sizes& sizes) {
 int main(int argc, char** argv) {
   return sa::bench::run_main(
       argc, argv, [](bool quick) { register_all(quick ? quick_sizes : full_sizes); },
-      &failed_runs);
+      &sa::bench::failed_runs);
 }
