@@ -80,8 +80,8 @@
 # - API errors are not reported (--report-api-errors no): tests provoke them on purpose (a bad
 #   launch configuration, a cudaMalloc beyond the device's memory) and assert the exceptions that
 #   the library turns them into. A binary whose tests fail under a tool still fails the phase.
-# - test_nvtx runs with its NVTX recorder loaded (NVTX_INJECTION64_PATH) and the tool's own NVTX
-#   support off (--nvtx no), so its ranges are checked under every tool.
+# - test_nvtx and test_nvtx_transfers run with their NVTX recorder loaded (NVTX_INJECTION64_PATH)
+#   and the tool's own NVTX support off (--nvtx no), so their ranges are checked under every tool.
 # - No leak check: the process-wide pools are never destroyed by design (see docs/design.md), so
 #   their chunks are live until the process exits.
 # - initcheck tracks every copy by waiting for it, so a stream that a test holds closed with a
@@ -417,8 +417,8 @@ compute_sanitizer() {
   recorder=$(find "${build}/tests" -name 'libnvtx_recorder*.so' -print -quit 2> /dev/null)
   local result=0 summary=() tool
   for tool in ${tools}; do
-    # --nvtx no: the tool's own NVTX support would take the place of the NVTX tool that
-    # test_nvtx loads (its recorder), so that test runs with the recorder, as through CTest.
+    # --nvtx no: the tool's own NVTX support would take the place of the NVTX tool that the NVTX
+    # tests load (their recorder), so they run with the recorder, as through CTest.
     local options=(--tool "${tool}" --report-api-errors no --print-limit 100 --nvtx no)
     # initcheck does not see cudaMemcpyBatchAsync write its destination (CUDA 13.0: a probe that
     # uploads 4000 floats in one batched copy and sums them on the device gets the right sum and
@@ -433,7 +433,10 @@ compute_sanitizer() {
       name=$(basename "${binary}")
       log="${logs}/${tool}.${name}.log"
       local run_env=("${tool_env[@]}")
-      [ "${name}" = test_nvtx ] && [ -n "${recorder}" ] && run_env+=(NVTX_INJECTION64_PATH="${recorder}")
+      case "${name}" in
+        test_nvtx | test_nvtx_transfers)
+          [ -n "${recorder}" ] && run_env+=(NVTX_INJECTION64_PATH="${recorder}") ;;
+      esac
       case "${binary}" in
         */examples/*) args=(--quick) ;;
         *) args=("--gtest_filter=-${deaths}")

@@ -95,7 +95,7 @@ std::string printed(sa::StreamRef stream) {
 
 // --- what a capture refuses, and what an error inside one leaves ---------------------------------
 
-TEST(Graphs, InsideACaptureHostAccessOfAWrittenArrayAndHostWaitsThrowNamingTheCall) {
+TEST(GraphCapture, InsideACaptureHostAccessOfAWrittenArrayAndHostWaitsThrowNamingTheCall) {
   RandomPair pair;
   auto& [xs, ys, x, y] = pair;
   sa::Stream stream;
@@ -133,7 +133,7 @@ TEST(Graphs, InsideACaptureHostAccessOfAWrittenArrayAndHostWaitsThrowNamingTheCa
   EXPECT_EQ(reads.arrays().size(), 2U);
 }
 
-TEST(Graphs, AnExceptionInsideTheCaptureLeavesResidencyAndTheStreamAsTheyWere) {
+TEST(GraphCapture, AnExceptionInsideTheCaptureLeavesResidencyAndTheStreamAsTheyWere) {
   RandomPair pair;
   auto& [xs, ys, x, y] = pair;
   sa::Stream stream;
@@ -150,7 +150,7 @@ TEST(Graphs, AnExceptionInsideTheCaptureLeavesResidencyAndTheStreamAsTheyWere) {
   EXPECT_EQ(host_copy(y), axpy(2, xs, ys, 10));
 }
 
-TEST(Graphs, CapturesRefuseTheDefaultStreamAndManagedArrays) {
+TEST(GraphCapture, CapturesRefuseTheDefaultStreamAndManagedArrays) {
   RandomPair pair;
   auto& [xs, ys, x, y] = pair;
   sa::Stream stream;
@@ -164,7 +164,7 @@ TEST(Graphs, CapturesRefuseTheDefaultStreamAndManagedArrays) {
 
 // The pool's out-of-memory chain is refused before its first step: the clean copy that eviction
 // would drop stays.
-TEST(Graphs, PoolGrowthThatWouldEvictInsideACaptureIsRefusedBeforeItEvicts) {
+TEST(GraphCapture, PoolGrowthThatWouldEvictInsideACaptureIsRefusedBeforeItEvicts) {
   sa::test::ArrayPool pooled(1, "full pool");
   const auto values = random_values<u32>(sa::test::ArrayPool::block_bytes / sizeof(u32));
   const auto b_values = random_values<u32>(values.size());
@@ -183,7 +183,7 @@ TEST(Graphs, PoolGrowthThatWouldEvictInsideACaptureIsRefusedBeforeItEvicts) {
   EXPECT_EQ(host_copy(clean), values);
 }
 
-TEST(Graphs, ReleaseDeviceMemoryInsideACaptureIsRefusedBeforeItEvicts) {
+TEST(GraphCapture, ReleaseDeviceMemoryInsideACaptureIsRefusedBeforeItEvicts) {
   RandomPair pair;
   auto& [xs, ys, x, y] = pair;
   sa::Stream stream;
@@ -208,7 +208,7 @@ TEST(Graphs, ReleaseDeviceMemoryInsideACaptureIsRefusedBeforeItEvicts) {
 
 // A Stream destroyed inside the capture cannot throw: a captured stream is kept, untouched, until
 // the capture ends, which then fails naming it; it is destroyed after.
-TEST(Graphs, AStreamOfTheCaptureDestroyedInsideItIsKeptUntilTheCaptureFails) {
+TEST(GraphCapture, AStreamOfTheCaptureDestroyedInsideItIsKeptUntilTheCaptureFails) {
   RandomPair pair;
   auto& [xs, ys, x, y] = pair;
   sa::Stream stream;
@@ -233,7 +233,7 @@ TEST(Graphs, AStreamOfTheCaptureDestroyedInsideItIsKeptUntilTheCaptureFails) {
 
 // A pool with room grows from its upstream during a capture (a plain allocation, kept by the
 // array that needs it); only its out-of-memory path is refused.
-TEST(Graphs, APoolWithRoomGrowsInsideACapture) {
+TEST(GraphCapture, APoolWithRoomGrowsInsideACapture) {
   sa::test::ArrayPool pooled(2, "growing pool");
   const auto values = random_values<u32>(sa::test::ArrayPool::block_bytes / sizeof(u32));
   SmartArray<u32> a(values, pooled.arrays);
@@ -253,7 +253,7 @@ TEST(Graphs, APoolWithRoomGrowsInsideACapture) {
 // --- what a capture holds ------------------------------------------------------------------------
 
 // A temporary (a map result) released inside the capture stays reserved for the graph.
-TEST(Graphs, TemporariesComeFromThePoolAtCaptureAndStayReservedForTheGraph) {
+TEST(GraphCapture, TemporariesComeFromThePoolAtCaptureAndStayReservedForTheGraph) {
   RandomPair pair;
   auto& [xs, ys, x, y] = pair;
   SmartArray<u32> z(n, 0U);
@@ -288,7 +288,7 @@ struct AddInto {
 }  // namespace
 
 // fill, copy, for_each_index on a view, a slice, and a reduction whose result leaves the capture.
-TEST(Graphs, AdaptersSlicesAndAnEscapingReductionReplay) {
+TEST(GraphCapture, AdaptersSlicesAndAnEscapingReductionReplay) {
   const auto xs = random_values<u32>(n);
   SmartArray<u32> x(xs);
   SmartArray<u32> v(n, 0U);
@@ -319,7 +319,7 @@ TEST(Graphs, AdaptersSlicesAndAnEscapingReductionReplay) {
 }
 
 // An array that a graph binds keeps its device copy while the graph exists.
-TEST(Graphs, ArraysThatAGraphBindsAreNotEvicted) {
+TEST(GraphCapture, ArraysThatAGraphBindsAreNotEvicted) {
   sa::test::ArrayPool pooled(2);
   const sa::ArrayOptions& in_pool = pooled.arrays;
   constexpr std::size_t count = sa::test::ArrayPool::block_bytes / sizeof(u32);
@@ -346,7 +346,7 @@ TEST(Graphs, ArraysThatAGraphBindsAreNotEvicted) {
   EXPECT_EQ(host_copy(a), values);
 }
 
-TEST(Graphs, OneCaptureRecordsOneDevice) {
+TEST(GraphCapture, OneCaptureRecordsOneDevice) {
   if (sa::device_count() < 2) GTEST_SKIP() << "needs two devices";
   const auto xs = random_values<u32>(n);
   SmartArray<u32> y(random_values<u32>(n));
@@ -365,7 +365,7 @@ TEST(Graphs, OneCaptureRecordsOneDevice) {
 
 // A raw kernel through sa::launch and a Thrust algorithm on device_begin/device_end: both record
 // into the graph and replay (cuda backend: Thrust's device system and __global__ kernels are CUDA).
-TEST(Graphs, SaLaunchAndThrustReplay) {
+TEST(GraphCapture, SaLaunchAndThrustReplay) {
   if (sa::test::on_host_backend()) GTEST_SKIP() << "raw kernels and Thrust need the cuda backend";
   RandomPair pair;
   auto& [xs, ys, x, y] = pair;

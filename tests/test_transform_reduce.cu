@@ -1,8 +1,9 @@
-// transform_reduce against std::transform_reduce (every arithmetic type, arrays and slices, both
-// forms, empty and odd sizes), its exact transfers, its async and out(r) forms, bad inputs, the
-// out-of-core path, and reductions with no fixed cost: reduce and transform_reduce allocate
-// nothing and wait for nothing but their result in the steady state, and concurrent host threads
-// each get their own result. Every body runs on the host and the cuda backend.
+// transform_reduce against std::transform_reduce: every arithmetic type (typed), arrays and slices
+// in any mix, both forms (two inputs, or one), empty and odd sizes; its exact transfers and waits,
+// and the out-of-core path over a small device budget. The async and out(r) forms, bad inputs and
+// graphs are in test_transform_reduce_forms.cu, the steady-state costs in
+// test_transform_reduce_fixed_cost.cu. Every body runs on the host and the cuda backend.
+#include "support/reduction_reference.hpp"
 #include "support/small_device_budget.hpp"
 #include "support/test_support.hpp"
 
@@ -12,50 +13,25 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <future>
-#include <limits>
 #include <numeric>
-#include <optional>
-#include <stdexcept>
-#include <string>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace sa = smartarray;
-using sa::Access;
 using sa::SmartArray;
 using sa::test::host_copy;
 using sa::test::random_values;
+using sa::test::reductions::matches;
+using sa::test::reductions::Plus;
+using sa::test::reductions::Reference;
+using sa::test::reductions::reference;
+using sa::test::reductions::Square;
+using sa::test::reductions::Times;
 
 namespace {
-
-// --- functors (namespace scope: nvcc cannot place device lambdas in a TEST body) ----------------
-
-template <typename R>
-struct Plus {
-  SMARTARRAY_HOST_DEVICE R operator()(R x, R y) const { return x + y; }
-};
-/// x * y in the result's type R.
-template <typename R>
-struct Times {
-  template <typename X, typename Y>
-  SMARTARRAY_HOST_DEVICE R operator()(X x, Y y) const {
-    return static_cast<R>(x) * static_cast<R>(y);
-  }
-};
-/// x * x in the result's type R.
-template <typename R>
-struct Square {
-  template <typename X>
-  SMARTARRAY_HOST_DEVICE R operator()(X x) const {
-    return static_cast<R>(x) * static_cast<R>(x);
-  }
-};
 
 /// The sizes of the typed tests: one element, a few, more than one block, a block and one, and a
 /// large odd size.
@@ -70,67 +46,6 @@ std::vector<T> input_values(std::size_t n) {
     for (T& v : values) v = static_cast<T>(v % 32 + 1);
   }
   return values;
-}
-
-/// The reference, on the host: `init` plus each transformed value converted to R, summed in R for
-/// integers (exact: unsigned wraps as the device does), in long double for floating point, with
-/// the sum of magnitudes that the tolerance scales with.
-template <typename R>
-struct Reference {
-  R exact{};
-  long double value = 0;
-  long double magnitude = 0;
-};
-template <typename R, typename F, typename... Inputs>
-Reference<R> reference(R init, F f, std::size_t n, const Inputs&... inputs) {
-  Reference<R> ref;
-  ref.exact = init;
-  ref.value = static_cast<long double>(init);
-  ref.magnitude = std::fabs(static_cast<long double>(init));
-  for (std::size_t i = 0; i < n; ++i) {
-    const R v = f(inputs[i]...);
-    ref.exact = static_cast<R>(ref.exact + v);
-    ref.value += static_cast<long double>(v);
-    ref.magnitude += std::fabs(static_cast<long double>(v));
-  }
-  return ref;
-}
-
-/// Checks a result against the reference: exactly for integers; within rounding for floating
-/// point, relative to the sum of magnitudes (a sequential sum on the host backend, a tree on the
-/// GPU).
-template <typename R>
-::testing::AssertionResult matches(R got, const Reference<R>& want, std::size_t n) {
-  if constexpr (std::is_floating_point_v<R>) {
-    const long double tolerance = static_cast<long double>(std::numeric_limits<R>::epsilon()) *
-                                  (8 * std::sqrt(static_cast<long double>(n)) + 8) * want.magnitude;
-    if (std::fabs(static_cast<long double>(got) - want.value) <= tolerance) {
-      return ::testing::AssertionSuccess();
-    }
-    return ::testing::AssertionFailure() << "got " << got << ", want " << want.value << " within "
-                                         << tolerance << " (n " << n << ")";
-  } else {
-    if (got == want.exact) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << "got " << got << ", want " << want.exact << " (n " << n << ")";
-  }
-}
-
-/// True when `message` holds every one of `parts`.
-template <typename... Parts>
-::testing::AssertionResult names(const std::string& message, const Parts&... parts) {
-  for (const std::string& part : {std::string(parts)...}) {
-    if (message.find(part) == std::string::npos) {
-      return ::testing::AssertionFailure() << "\"" << message << "\" does not name " << part;
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
-/// The residency of an array: host and device validity.
-template <typename T>
-std::pair<bool, bool> residency(const SmartArray<T>& a) {
-  return {a.is_valid(sa::Side::host), a.is_valid(sa::Side::device)};
 }
 
 // --- the typed comparison with std::transform_reduce --------------------------------------------
@@ -381,302 +296,7 @@ TEST(TransformReduce, EmptyInputsAreInitAndMoveNothing) {
   EXPECT_EQ(std::as_const(r)[0], 2.5);
 }
 
-// --- the async and out forms
-// ----------------------------------------------------------------------
-
-TEST(TransformReduce, AsyncLeavesTheResultOnTheDeviceUntilRead) {
-  constexpr std::size_t n = 5000;
-  const auto as = random_values<std::int64_t>(n);
-  const auto bs = random_values<std::int64_t>(n);
-  auto a = std::make_optional<SmartArray<std::int64_t>>(as);
-  const SmartArray<std::int64_t> b(bs);
-  const Reference<std::int64_t> dot = reference<std::int64_t>(7, Times<std::int64_t>{}, n, as, bs);
-  sa::Stream stream;
-  std::promise<void> release = sa::test::gate(stream);  // the reduction runs after a is gone
-  SmartArray<std::int64_t> result;
-  {
-    sa::ExpectTransfers expect({.h2d = 2});
-    result = sa::transform_reduce_async(*a, b, std::int64_t{7}, Plus<std::int64_t>{},
-                                        Times<std::int64_t>{}, stream);
-    a.reset();
-  }
-  release.set_value();
-  EXPECT_FALSE(result.is_valid(sa::Side::host));
-  sa::ExpectTransfers expect({.d2h = 1, .d2h_bytes = sizeof(std::int64_t)});
-  EXPECT_EQ(std::as_const(result)[0], dot.exact);
-}
-
-TEST(TransformReduce, OutFormsWriteTheDeviceCopyOfTheCallersArray) {
-  constexpr std::size_t n = 20011;
-  const auto as = random_values<std::int64_t>(n);
-  const auto bs = random_values<std::int64_t>(n);
-  const SmartArray<std::int64_t> a(as);
-  const SmartArray<std::int64_t> b(bs);
-  (void)a.device_view();
-  (void)b.device_view();
-  const Reference<std::int64_t> dot = reference<std::int64_t>(3, Times<std::int64_t>{}, n, as, bs);
-  const Reference<std::int64_t> squares = reference<std::int64_t>(3, Square<std::int64_t>{}, n, as);
-  std::int64_t sum = 3;
-  for (const std::int64_t v : as) sum += v;
-  sa::Stream stream;
-  SmartArray<std::int64_t> r(1, -1);
-  SmartArray<std::int64_t> s(1, -1);
-  SmartArray<std::int64_t> t(1, -1);
-  SmartArray<std::int64_t> many(4, -1);
-  {
-    // Nothing comes back, and the host waits for nothing.
-    const std::uint64_t waits = sa::global_transfer_stats().wait_count;
-    sa::ExpectTransfers expect({});
-    sa::transform_reduce(a, b, std::int64_t{3}, Plus<std::int64_t>{}, Times<std::int64_t>{},
-                         sa::out(r), stream);
-    sa::transform_reduce(a, std::int64_t{3}, Plus<std::int64_t>{}, Square<std::int64_t>{}, s,
-                         stream);
-    sa::reduce(a, std::int64_t{3}, Plus<std::int64_t>{}, sa::out(t), stream);
-    sa::reduce(a.slice(0, n), std::int64_t{3}, Plus<std::int64_t>{}, many.slice(2, 1), stream);
-    EXPECT_EQ(sa::global_transfer_stats().wait_count, waits);
-  }
-  EXPECT_FALSE(r.is_valid(sa::Side::host));
-  {
-    sa::ExpectTransfers expect({.d2h = 1, .d2h_bytes = sizeof(std::int64_t)});
-    EXPECT_EQ(std::as_const(r)[0], dot.exact);
-  }
-  EXPECT_EQ(std::as_const(s)[0], squares.exact);
-  EXPECT_EQ(std::as_const(t)[0], sum);
-  EXPECT_EQ(host_copy(many), (std::vector<std::int64_t>{-1, -1, sum, -1}));
-}
-
-// --- bad inputs
-// ------------------------------------------------------------------------------------
-
-TEST(TransformReduce, BadInputsThrowBeforeAnythingMoves) {
-  const auto as = random_values<float>(100);
-  const auto bs = random_values<float>(70);
-  SmartArray<float> a(as);
-  SmartArray<float> b(bs);
-  (void)std::as_const(b).device_view();  // valid on both sides
-  SmartArray<float> r(1);
-  sa::test::poison(r.data(), 1);
-  SmartArray<float> three(3);
-  sa::test::poison(three.data(), 3);
-  SmartArray<float> none;
-  const auto unwritten = host_copy(r);
-  const auto unwritten_three = host_copy(three);
-  const auto a_residency = residency(a);
-  const auto b_residency = residency(b);
-  sa::Stream stream;
-  const auto expect_length_error = [](const auto& call, const std::string& first,
-                                      const std::string& second) {
-    try {
-      call();
-      ADD_FAILURE() << "expected std::length_error";
-    } catch (const std::length_error& error) {
-      EXPECT_TRUE(names(error.what(), first, second));
-    }
-  };
-  {
-    sa::ExpectTransfers nothing({});
-    // Inputs of different sizes name both sizes.
-    expect_length_error(
-        [&] { (void)sa::transform_reduce(a, b, 0.0F, Plus<float>{}, Times<float>{}, stream); },
-        "100", "70");
-    expect_length_error(
-        [&] { (void)sa::transform_reduce(a.slice(0, 50), b, 0.0F, Plus<float>{}, Times<float>{}); },
-        "50", "70");
-    expect_length_error(
-        [&] {
-          (void)sa::transform_reduce_async(a, b, 0.0F, Plus<float>{}, Times<float>{}, stream);
-        },
-        "100", "70");
-    expect_length_error(
-        [&] {
-          sa::transform_reduce(a, b, 0.0F, Plus<float>{}, Times<float>{}, sa::out(r), stream);
-        },
-        "100", "70");
-    // A destination of another size than 1 names its size.
-    expect_length_error(
-        [&] {
-          sa::transform_reduce(a.slice(0, 70), b, 0.0F, Plus<float>{}, Times<float>{},
-                               sa::out(three), stream);
-        },
-        "destination", "3 elements");
-    expect_length_error(
-        [&] { sa::transform_reduce(a, 0.0F, Plus<float>{}, Square<float>{}, none, stream); },
-        "destination", "0 elements");
-    expect_length_error([&] { sa::reduce(a, 0.0F, Plus<float>{}, sa::out(three), stream); },
-                        "destination", "3 elements");
-    expect_length_error(
-        [&] { sa::reduce(a.slice(0, 3), 0.0F, Plus<float>{}, three.slice(0, 2), stream); },
-        "destination", "2 elements");
-  }
-  // A slice that its array no longer holds: std::out_of_range, naming the range.
-  SmartArray<float> shrinking(as);
-  const sa::Slice<float> tail = shrinking.slice(90, 10);
-  const sa::Slice<float> last = shrinking.slice(99, 1);
-  shrinking.resize(95);
-  const auto shrunk = host_copy(shrinking);
-  {
-    sa::ExpectTransfers nothing({});
-    EXPECT_THROW(
-        (void)sa::transform_reduce(tail, a.slice(0, 10), 0.0F, Plus<float>{}, Times<float>{}),
-        std::out_of_range);
-    EXPECT_THROW((void)sa::transform_reduce(tail, 0.0F, Plus<float>{}, Square<float>{}, stream),
-                 std::out_of_range);
-    EXPECT_THROW(
-        sa::transform_reduce(a.slice(0, 10), 0.0F, Plus<float>{}, Square<float>{}, last, stream),
-        std::out_of_range);
-    EXPECT_THROW(sa::reduce(a, 0.0F, Plus<float>{}, sa::out(last), stream), std::out_of_range);
-    EXPECT_THROW(sa::reduce(tail, 0.0F, Plus<float>{}, sa::out(r), stream), std::out_of_range);
-  }
-  // Contents and residency as they were; the outputs still poisoned.
-  EXPECT_EQ(host_copy(r), unwritten);
-  EXPECT_EQ(host_copy(three), unwritten_three);
-  EXPECT_EQ(residency(a), a_residency);
-  EXPECT_EQ(residency(b), b_residency);
-  EXPECT_EQ(host_copy(a), as);
-  EXPECT_EQ(host_copy(b), bs);
-  EXPECT_EQ(host_copy(shrinking), shrunk);
-}
-
-// --- graphs
-// ----------------------------------------------------------------------------------------
-
-TEST(TransformReduce, TheOutFormReplaysInAGraphAndTheHostFormIsRefusedThere) {
-  constexpr std::size_t n = 3000;
-  auto as = random_values<double>(n);
-  const auto bs = random_values<double>(n);
-  SmartArray<double> a(as);
-  const SmartArray<double> b(bs);
-  SmartArray<double> r(1);
-  sa::Stream stream;
-  sa::Graph graph = sa::capture(stream, [&](sa::StreamRef s) {
-    sa::transform_reduce(a, b, 0.0, Plus<double>{}, Times<double>{}, sa::out(r), s);
-  });
-  for (int round = 0; round < 3; ++round) {
-    as[7] += 1.0;
-    a[7] = as[7];  // a host write: the replay uploads its tile
-    graph.launch(stream);
-    EXPECT_TRUE(
-        matches(std::as_const(r)[0], reference<double>(0.0, Times<double>{}, n, as, bs), n));
-  }
-  const auto a_residency = residency(a);
-  EXPECT_THROW((void)sa::capture(stream,
-                                 [&](sa::StreamRef s) {
-                                   (void)sa::transform_reduce(a, b, 0.0, Plus<double>{},
-                                                              Times<double>{}, s);
-                                 }),
-               sa::logic_error);
-  EXPECT_THROW((void)sa::capture(
-                   stream, [&](sa::StreamRef s) { (void)sa::reduce(a, 0.0, Plus<double>{}, s); }),
-               sa::logic_error);
-  EXPECT_EQ(residency(a), a_residency);
-  EXPECT_TRUE(matches(sa::transform_reduce(a, b, 0.0, Plus<double>{}, Times<double>{}, stream),
-                      reference<double>(0.0, Times<double>{}, n, as, bs), n));
-}
-
-// --- reductions with no fixed cost
-// -----------------------------------------------------------------
-
-TEST(ReductionsWithNoFixedCost, RepeatedCallsAllocateNothingAndWaitForTheResultOnly) {
-  constexpr std::size_t n = 200003;
-  const auto as = random_values<double>(n);
-  const auto bs = random_values<double>(n);
-  const SmartArray<double> a(as);
-  const SmartArray<double> b(bs);
-  SmartArray<double> r(1);
-  SmartArray<double> s(1);
-  sa::Stream stream;
-  (void)a.device_view(stream);
-  (void)b.device_view(stream);
-  const auto every_form = [&] {
-    (void)sa::reduce(a, 0.0, Plus<double>{}, stream);
-    (void)sa::reduce(a.slice(1, n - 2), 0.0, Plus<double>{}, stream);
-    (void)sa::transform_reduce(a, b, 0.0, Plus<double>{}, Times<double>{}, stream);
-    (void)sa::transform_reduce(a.slice(0, 10), 0.0, Plus<double>{}, Square<double>{}, stream);
-    sa::reduce(a, 0.0, Plus<double>{}, sa::out(r), stream);
-    sa::transform_reduce(a, b, 0.0, Plus<double>{}, Times<double>{}, sa::out(s), stream);
-  };
-  every_form();  // the stream's first reductions take its scratch
-  constexpr int rounds = 50;
-  const sa::TransferStats before = sa::global_transfer_stats();
-  const std::size_t device_requests = sa::default_device_resource().stats().total_count;
-  const std::size_t pinned_requests = sa::default_pinned_resource().stats().total_count;
-  for (int round = 0; round < rounds; ++round) every_form();
-  const sa::TransferStats made = sa::global_transfer_stats() - before;
-  EXPECT_EQ(made.allocation_count, 0U);
-  EXPECT_EQ(sa::default_device_resource().stats().total_count, device_requests);
-  EXPECT_EQ(sa::default_pinned_resource().stats().total_count, pinned_requests);
-  // Four results come back per round, each one D2H and one wait; nothing else moves.
-  EXPECT_EQ(made.d2h_count, 4U * rounds);
-  EXPECT_EQ(made.d2h_bytes, 4U * rounds * sizeof(double));
-  EXPECT_EQ(made.wait_count, 4U * rounds);
-  EXPECT_EQ(made.h2d_count + made.d2d_count, 0U);
-  EXPECT_TRUE(matches(std::as_const(s)[0], reference<double>(0.0, Times<double>{}, n, as, bs), n));
-}
-
-TEST(ReductionsWithNoFixedCost, AStreamMadeAfterAnotherIsDestroyedAllocatesNothing) {
-  constexpr std::size_t n = 100000;
-  const auto as = random_values<float>(n);
-  const SmartArray<float> a(as);
-  (void)a.device_view();
-  const auto on_a_new_stream = [&] {
-    sa::Stream stream;
-    (void)sa::reduce(a, 0.0F, Plus<float>{}, stream);
-    return sa::transform_reduce(a, a, 0.0, Plus<double>{}, Times<double>{}, stream);
-  };
-  (void)on_a_new_stream();
-  const std::uint64_t allocations = sa::global_transfer_stats().allocation_count;
-  const Reference<double> squares = reference<double>(0.0, Square<double>{}, n, as);
-  for (int k = 0; k < 5; ++k) EXPECT_TRUE(matches(on_a_new_stream(), squares, n));
-  EXPECT_EQ(sa::global_transfer_stats().allocation_count, allocations);
-}
-
-TEST(ReductionsWithNoFixedCost, ConcurrentThreadsEachGetTheirOwnResult) {
-  constexpr int iterations = 40;
-  constexpr std::size_t n = 30011;
-  struct Work {
-    SmartArray<std::int64_t> a;
-    SmartArray<std::int64_t> b;
-    std::int64_t dot = 0;
-    std::int64_t sum = 0;
-  };
-  const auto make_work = [] {
-    const auto as = random_values<std::int64_t>(n);
-    const auto bs = random_values<std::int64_t>(n);
-    Work work{SmartArray<std::int64_t>(as), SmartArray<std::int64_t>(bs), 0, 0};
-    for (std::size_t i = 0; i < n; ++i) {
-      work.dot += as[i] * bs[i];
-      work.sum += as[i];
-    }
-    return work;
-  };
-  for (const bool one_stream : {true, false}) {
-    sa::Stream first;
-    sa::Stream second;
-    Work works[2] = {make_work(), make_work()};
-    std::string wrong[2];
-    const auto run = [&](int t) {
-      const Work& work = works[t];
-      const sa::StreamRef stream = t == 0 || one_stream ? first.ref() : second.ref();
-      for (int it = 0; it < iterations; ++it) {
-        const std::int64_t dot = sa::transform_reduce(
-            work.a, work.b, std::int64_t{0}, Plus<std::int64_t>{}, Times<std::int64_t>{}, stream);
-        const std::int64_t sum = sa::reduce(work.a, std::int64_t{0}, Plus<std::int64_t>{}, stream);
-        if ((dot != work.dot || sum != work.sum) && wrong[t].empty()) {
-          wrong[t] = sa::detail::concat("iteration ", it, ": dot ", dot, " (want ", work.dot,
-                                        "), sum ", sum, " (want ", work.sum, ")");
-        }
-      }
-    };
-    std::thread other(run, 1);
-    run(0);
-    other.join();
-    EXPECT_EQ(wrong[0], "") << (one_stream ? "one stream" : "two streams");
-    EXPECT_EQ(wrong[1], "") << (one_stream ? "one stream" : "two streams");
-  }
-}
-
-// --- out of core
-// -----------------------------------------------------------------------------------
+// --- out of core ---------------------------------------------------------------------------------
 
 /// A device budget of 8 MiB for the test, restored after it.
 class TransformReduceOutOfCore : public sa::test::SmallDeviceBudget {};

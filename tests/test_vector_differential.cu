@@ -4,7 +4,8 @@
 // iterator results equal those of a std::vector model, and each array's transfer counters equal the
 // minimum that the residency contract (docs/vector.md) allows for that step, computed from a model
 // of the residency: the host copy is valid on a suffix [host_begin, n), the device copy on a prefix
-// [0, device_end).
+// [0, device_end). This file holds the operations; the models, the random choices and the checks
+// are the harness's (support/vector_differential.cuh).
 //
 // Fixed seed by default; SMARTARRAY_DIFF_SEQUENCES and SMARTARRAY_DIFF_SEED override it (the GPU
 // script runs a longer one). A failure prints the seed, the sequence and the operations so far.
@@ -14,206 +15,43 @@
 #include <array>
 #include <compare>
 #include <cstdint>
-#include <cstdlib>
 #include <iterator>
 #include <list>
-#include <random>
 #include <smartarray/smartarray.hpp>
-#include <sstream>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "support/device_ops.cuh"
-#include "support/input_iterator.hpp"
-#include "support/residency_model.hpp"
 #include "support/test_support.hpp"
+#include "support/vector_differential.cuh"
 
 namespace sa = smartarray;
 using sa::Access;
 using sa::SmartArray;
 
-namespace differential {
-
-// Unsigned: the device's x * 2 + 1 wraps exactly as the model's does.
-using T = std::uint32_t;
-
-using InputIterator = sa::test::InputIterator<T>;
-using ConstIterator = SmartArray<T>::const_iterator;
-
-}  // namespace differential
-
 using smartarray::test::env_or;
 
 namespace {
 
-using differential::ConstIterator;
-using differential::InputIterator;
-using differential::T;
+using sa::test::differential::ConstIterator;
+using sa::test::differential::InputIterator;
+using sa::test::differential::Slot;
+using sa::test::differential::steps_per_sequence;
+using sa::test::differential::T;
 
 constexpr std::uint64_t default_seed = 20240611;
 constexpr std::size_t default_sequences = 4000;
-constexpr std::size_t steps_per_sequence = 32;
 constexpr T poison = 0xA5A5A5A5U;
 
-/// One array under test with its models: the values, the residency and this step's transfers.
-struct Slot : sa::test::Residency {
-  explicit Slot(const char* slot_name) : name(slot_name) {}
-  const char* name = "";
-  SmartArray<T> array{};
-  std::vector<T> model{};
-  sa::TransferStats before{};  // the counters when the step began
-};
-
-class Differential {
+/// The operations of a sequence: every member of the vector interface, and device work.
+class Differential final : public sa::test::differential::Sequence {
  public:
-  Differential(std::uint64_t seed, std::size_t sequence, const std::array<sa::Stream, 2>& streams)
-      : seed_(seed), sequence_(sequence), rng_(seed * 1'000'003 + sequence), streams_(streams) {}
-
-  /// Runs one sequence; returns an empty string, or what went wrong and the operations so far.
-  std::string run() {
-    for (Slot* slot : {&slots_[0], &slots_[1]}) start(*slot);
-    for (std::size_t step = 0; step < steps_per_sequence; ++step) {
-      for (Slot& slot : slots_) {
-        slot.expected = {};
-        slot.before = slot.array.transfer_stats();
-      }
-      const bool on_a = pick(4) != 0;
-      Slot& x = on_a ? slots_[0] : slots_[1];
-      Slot& y = on_a ? slots_[1] : slots_[0];
-      operate(x, y);
-      for (Slot& slot : slots_) check(slot);
-      if (!failure_.empty()) break;
-    }
-    if (failure_.empty()) return {};
-    std::ostringstream out;
-    out << failure_ << "\n  seed " << seed_ << ", sequence " << sequence_
-        << " (SMARTARRAY_DIFF_SEED=" << seed_ << "); operations:\n";
-    for (const std::string& line : log_) out << "    " << line << "\n";
-    return out.str();
-  }
+  using Sequence::Sequence;
 
  private:
-  // --- random choices ---------------------------------------------------------------------------
-
-  std::size_t pick(std::size_t bound) {  // in [0, bound)
-    return std::uniform_int_distribution<std::size_t>(0, bound - 1)(rng_);
-  }
-  std::size_t pick_between(std::size_t low, std::size_t high) {  // in [low, high]
-    return std::uniform_int_distribution<std::size_t>(low, high)(rng_);
-  }
-  T value() { return std::uniform_int_distribution<T>(1, 0xFFFFFFFFU)(rng_); }
-  std::vector<T> values(std::size_t count) {
-    std::vector<T> out(count);
-    for (T& v : out) v = value();
-    return out;
-  }
-  sa::StreamRef stream() {
-    const std::size_t which = pick(3);
-    return which == 0 ? sa::StreamRef{} : streams_[which - 1].ref();
-  }
-
-  void start(Slot& slot) {
-    slot.model = values(pick(4) == 0 ? pick_between(100, 400) : pick(40));
-    slot.array = SmartArray<T>(slot.model);
-    slot.host_begin = slot.device_end = slot.device_capacity = 0;
-    if (pick(2) == 0) slot.array.reserve(slot.model.size() + pick(20));
-  }
-
-  void note(const Slot& x, const std::string& what) {
-    log_.push_back(std::string(x.name) + what + "   [n " + std::to_string(x.model.size()) + "]");
-  }
-  void fail(const Slot& slot, const std::string& what) {
-    if (failure_.empty()) failure_ = std::string(slot.name) + ": " + what;
-  }
-
-  // --- the residency model ----------------------------------------------------------------------
-
-  /// A host read: a stale prefix comes back in one copy.
-  static void read_host(Slot& s) { sa::test::read_separate_host<T>(s); }
-  /// True when one tile holds the whole array: element access then moves what the whole-array
-  /// residency model says. On a larger array it moves only its tiles, which test_range_property
-  /// models; element accesses here then come after a bulk access that makes the host copy whole.
-  static bool one_tile(const Slot& s) {
-    return s.model.size() * sizeof(T) <= s.array.get_allocator().options().tile.bytes();
-  }
-  /// A host write (read_write): as a read, then the device copy is stale.
-  static void write_host(Slot& s) {
-    read_host(s);
-    s.device_end = 0;
-  }
-  /// A device acquire of the whole array.
-  static void acquire_device(Slot& s, Access access) {
-    const std::size_t n = s.model.size();
-    if (n > 0) sa::test::acquire_separate_device<T>(s, n, s.array.capacity(), access);
-  }
-  /// The model of a truncation to `m` elements: each side keeps what it held.
-  static void truncate(Slot& s, std::size_t m) {
-    s.model.resize(m);
-    sa::test::truncate_residency(s, m);
-  }
-  /// The model of an insert of `inserted` at `index` (after the position was acquired).
-  static void insert_model(Slot& s, std::size_t index, const std::vector<T>& inserted) {
-    if (index < s.model.size() && !inserted.empty()) {
-      read_host(s);  // the host copy is made whole once, and the device copy becomes stale
-      s.device_end = 0;
-    }
-    s.model.insert(s.model.begin() + static_cast<std::ptrdiff_t>(index), inserted.begin(),
-                   inserted.end());
-  }
-  /// The model of an erase of [first, last).
-  static void erase_model(Slot& s, std::size_t first, std::size_t last) {
-    if (first == last) return;
-    if (last == s.model.size()) {
-      truncate(s, first);
-      return;
-    }
-    read_host(s);
-    s.device_end = 0;
-    s.model.erase(s.model.begin() + static_cast<std::ptrdiff_t>(first),
-                  s.model.begin() + static_cast<std::ptrdiff_t>(last));
-  }
-
-  // --- checks -----------------------------------------------------------------------------------
-
-  /// An iterator returned by insert or erase points at `index` and holds the model's value there.
-  void check_iterator(Slot& s, ConstIterator it, std::size_t index) {
-    if (index < s.model.size() && *it != s.model[index]) {
-      fail(s, "the returned iterator's value differs from the model's at " + std::to_string(index));
-    }
-    // Where the host copy is whole, its address can be taken without a transfer.
-    if (s.host_begin == 0 && std::to_address(it) != std::as_const(s.array).data() + index) {
-      fail(s, "the returned iterator is not at index " + std::to_string(index));
-    }
-  }
-
-  void check(Slot& s) {
-    const std::size_t n = s.model.size();
-    const sa::TransferStats got = s.array.transfer_stats() - s.before;
-    const sa::TransferStats& want = s.expected;
-    if (got.h2d_count != want.h2d_count || got.h2d_bytes != want.h2d_bytes ||
-        got.d2h_count != want.d2h_count || got.d2h_bytes != want.d2h_bytes ||
-        got.d2d_count != want.d2d_count || got.d2d_bytes != want.d2d_bytes) {
-      fail(s, "transfers " + got.to_string() + ", the contract allows " + want.to_string());
-    }
-    if (s.array.size() != n || s.array.empty() != (n == 0) || s.array.capacity() < n) {
-      fail(s, "size " + std::to_string(s.array.size()) + ", capacity " +
-                  std::to_string(s.array.capacity()) + ", model size " + std::to_string(n));
-    }
-    if (s.array.is_valid(sa::Side::host) != (s.host_begin == 0) ||
-        s.array.is_valid(sa::Side::device) != (s.device_end == n)) {
-      fail(s, "validity host " + std::to_string(s.array.is_valid(sa::Side::host)) + " device " +
-                  std::to_string(s.array.is_valid(sa::Side::device)) + ", model host from " +
-                  std::to_string(s.host_begin) + ", device to " + std::to_string(s.device_end));
-    }
-    // A copy takes each side's valid part and leaves the array's residency alone.
-    const SmartArray<T> probe(s.array);
-    if (sa::test::host_copy(probe) != s.model) fail(s, "contents differ from the model");
-  }
-
-  // --- the operations ---------------------------------------------------------------------------
-
-  void operate(Slot& x, Slot& y) {
+  void operate(Slot& x, Slot& y) override {
     const std::size_t n = x.model.size();
     const std::size_t k = pick(n + 1);  // a position in [0, n]
     switch (pick(48)) {                 // 38 to 47: device work
@@ -708,14 +546,6 @@ class Differential {
       }
     }
   }
-
-  std::uint64_t seed_;
-  std::size_t sequence_;
-  std::mt19937_64 rng_;
-  const std::array<sa::Stream, 2>& streams_;
-  std::array<Slot, 2> slots_{Slot("a"), Slot("b")};
-  std::vector<std::string> log_;
-  std::string failure_;
 };
 
 }  // namespace

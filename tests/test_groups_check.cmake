@@ -1,0 +1,48 @@
+# Checks one test group's binary (tests/test_groups.cmake), in script mode:
+#   cmake -DBINARY=<group binary> -DFILTERS=<filter>|<filter>|... -P test_groups_check.cmake
+# Each filter is one suite's --gtest_filter. Passes when every test of the binary is selected by
+# exactly one filter: each test runs, and only once, under its suite's CTest entries.
+cmake_minimum_required(VERSION 3.22)
+
+# The tests that `binary` lists with `filter`, as Suite.Name, into <var>.
+function(list_tests var filter)
+  execute_process(COMMAND ${BINARY} --gtest_list_tests "--gtest_filter=${filter}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${BINARY} --gtest_list_tests failed (${rc}): ${err}")
+  endif()
+  string(REPLACE ";" "," out "${out}")
+  string(REPLACE "\n" ";" lines "${out}")
+  set(tests "")
+  set(suite "")
+  foreach(line ${lines})
+    string(REGEX REPLACE "  #.*$" "" line "${line}")
+    if(line MATCHES "^([^ ].*)$")
+      set(suite "${CMAKE_MATCH_1}")
+    elseif(line MATCHES "^ +([^ ]+)$")
+      list(APPEND tests "${suite}${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
+  set(${var} "${tests}" PARENT_SCOPE)
+endfunction()
+
+list_tests(all "*")
+string(REPLACE "|" ";" filters "${FILTERS}")
+set(selected "")
+foreach(filter ${filters})
+  list_tests(tests "${filter}")
+  foreach(test ${tests})
+    if(test IN_LIST selected)
+      message(FATAL_ERROR "${test} is selected by two suites' filters of ${BINARY}")
+    endif()
+  endforeach()
+  list(APPEND selected ${tests})
+endforeach()
+set(unselected ${all})
+list(REMOVE_ITEM unselected ${selected})
+if(unselected)
+  list(JOIN unselected ", " unselected)
+  message(FATAL_ERROR "no suite's filter of ${BINARY} selects: ${unselected}")
+endif()
+list(LENGTH all count)
+message("${BINARY}: each of its ${count} tests is selected by exactly one suite's filter")
