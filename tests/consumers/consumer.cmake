@@ -8,7 +8,9 @@
 #     installed with `cmake --install` into WORK/prefix.
 #   cmake -DSTEP=consumer -DNAME=<consumer> -DHOST_ONLY=ON|OFF ... -P consumer.cmake
 #     tests/consumers/<consumer> configured with plain `cmake` and no flags of its own (a
-#     find_package consumer gets only CMAKE_PREFIX_PATH=WORK/prefix), built, and its app run on the
+#     find_package consumer gets only CMAKE_PREFIX_PATH=WORK/prefix; an add_subdirectory one the
+#     library's build type, RelWithDebInfo, and CUDA architectures, so that it compiles the library
+#     as the library step did), built, and its app run on the
 #     host backend: it computes on random data, checks its result and exits non-zero on a
 #     mismatch. Also checked: the app's compile line has exactly one -std= flag, its link line
 #     one CUDA runtime, and the build never looked for GoogleTest or Google Benchmark. HOST_ONLY: PATH without nvcc and no CUDACXX,
@@ -47,11 +49,11 @@ function(run what)
 endfunction()
 
 set(ENV{PATH} "${CUDA_BIN}:$ENV{PATH}")
+set(archs 75-virtual)
+if(DEFINED ENV{LIBRARY_CUDA_ARCHITECTURES})
+  set(archs $ENV{LIBRARY_CUDA_ARCHITECTURES})
+endif()
 if(STEP STREQUAL "library")
-  set(archs 75-virtual)
-  if(DEFINED ENV{LIBRARY_CUDA_ARCHITECTURES})
-    set(archs $ENV{LIBRARY_CUDA_ARCHITECTURES})
-  endif()
   file(REMOVE_RECURSE ${WORK}/library ${WORK}/prefix)
   run("configure" ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK}/library
     -DSMARTARRAY_BUILD_TESTS=OFF -DSMARTARRAY_BUILD_EXAMPLES=OFF -DSMARTARRAY_BUILD_BENCHMARKS=OFF
@@ -77,6 +79,8 @@ elseif(STEP STREQUAL "consumer")
   set(args "")
   if(NAME MATCHES "^find_package")
     set(args -DCMAKE_PREFIX_PATH=${WORK}/prefix)
+  else()
+    set(args -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES=${archs})
   endif()
   file(REMOVE_RECURSE ${dir})
   run("configure" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumers/${NAME} -B ${dir} ${args})
