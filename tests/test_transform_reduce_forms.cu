@@ -61,6 +61,14 @@ TEST(TransformReduceForms, AsyncLeavesTheResultOnTheDeviceUntilRead) {
   const SmartArray<std::int64_t> b(bs);
   const Reference<std::int64_t> dot = reference<std::int64_t>(7, Times<std::int64_t>{}, n, as, bs);
   sa::Stream stream;
+  {
+    // The kernels run once first, on other arrays: CUDA loads a kernel lazily at its first
+    // launch, which waits for the work that the gate below holds back.
+    const SmartArray<std::int64_t> warm(bs);
+    const SmartArray<std::int64_t> done = sa::transform_reduce_async(
+        warm, warm, std::int64_t{7}, Plus<std::int64_t>{}, Times<std::int64_t>{}, stream);
+    (void)done[0];
+  }
   std::promise<void> release = sa::test::gate(stream);  // the reduction runs after a is gone
   SmartArray<std::int64_t> result;
   {
