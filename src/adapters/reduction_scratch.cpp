@@ -29,14 +29,15 @@
 
 namespace smartarray::detail {
 
-namespace {
-/// A block of device memory that reductions use as scratch.
+/// A block of device memory that reductions use as scratch (outside the unnamed namespace: a
+/// member of StreamScratch, which the header names).
 struct ScratchBlock {
   std::byte* data = nullptr;
   std::size_t bytes = 0;
   bool ticket_zeroed = false;
 };
 
+namespace {
 /// The spare blocks a device keeps (streams destroyed, blocks outgrown) for the streams that
 /// reduce next; more are freed.
 constexpr std::size_t max_spare_blocks = 8;
