@@ -2,11 +2,14 @@
 // device, every access), element reads and writes, whole-array accesses, appends and truncations
 // over arrays of a few tiles, checked after every operation against a model that keeps, for each
 // element, its value and the places (the host, each device) that hold it. Each device operation
-// runs on a stream of a device picked at random (SMARTARRAY_HOST_DEVICES=2 on the host backend,
-// every GPU on the cuda backend). Each array's own transfer counters must equal what the model
-// predicts: one copy per stale run inside the range (from a peer device it can reach, else the
-// host, else down to the host and up), element access by tile with the readahead policy, and a
-// device reallocation moving what that device holds.
+// runs on one of three streams of a device, both picked at random (SMARTARRAY_HOST_DEVICES=2 on the
+// host backend, every GPU on the cuda backend), and nothing waits between operations: uses of
+// overlapping ranges on two streams, one of them a write, must be ordered by the arrays (stream
+// order by range), and a missing wait shows up as wrong contents in the runs at latency. Each
+// array's own transfer counters must equal what the model predicts: one copy per stale run inside
+// the range (from a peer device it can reach, else the host, else down to the host and up), element
+// access by tile with the readahead policy, and a device reallocation moving what that device
+// holds.
 //
 // SMARTARRAY_RANGE_PROPERTY_OPS (operations in all) and SMARTARRAY_RANGE_PROPERTY_SEED override
 // the defaults; the GPU script runs a longer one. The last line says how many operations ran:
@@ -42,6 +45,8 @@ constexpr std::uint64_t default_operations = 30000;
 constexpr std::size_t tile_bytes = 4096;
 constexpr std::size_t per_tile = tile_bytes / sizeof(Value);
 constexpr std::size_t max_elements = 6 * per_tile;
+/// The streams of each device that the operations pick from.
+constexpr int streams_per_device = 3;
 
 /// The device operations (namespace scope: nvcc's extended lambdas cannot live in a test body).
 void scale_view(sa::DeviceView<Value> v, sa::StreamRef stream) {
@@ -189,7 +194,8 @@ class RangeProperty {
  public:
   explicit RangeProperty(std::uint64_t seed) : rng_(seed) {
     for (int device = 0; device < sa::device_count(); ++device) {
-      streams_.emplace_back(sa::Device{device});
+      streams_.emplace_back();
+      for (int k = 0; k < streams_per_device; ++k) streams_.back().emplace_back(sa::Device{device});
       std::uint32_t reach = 0;
       for (int owner = 0; owner < sa::device_count(); ++owner) {
         if (owner != device && sa::peer_access(sa::Device{device}, sa::Device{owner})) {
@@ -247,7 +253,8 @@ class RangeProperty {
     const std::size_t i = first;
     const auto access = static_cast<Access>(pick(3));
     const int device = static_cast<int>(pick(streams_.size()));
-    const sa::StreamRef stream = streams_[static_cast<std::size_t>(device)];
+    const sa::StreamRef stream =
+        streams_[static_cast<std::size_t>(device)][pick(streams_per_device)];
     const std::uint32_t reach = reach_[static_cast<std::size_t>(device)];
     bool ok = true;
     switch (pick(12)) {
@@ -390,7 +397,7 @@ class RangeProperty {
   }
 
   std::mt19937_64 rng_;
-  std::vector<sa::Stream> streams_;  // one per device
+  std::vector<std::vector<sa::Stream>> streams_;  // per device, streams_per_device
   std::vector<std::uint32_t> reach_;  // per device: the devices it copies from directly
   std::vector<SmartArray<Value>> arrays_;
   std::vector<Model> models_;

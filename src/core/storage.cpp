@@ -137,8 +137,9 @@ class TwoBufferStorage : public StorageStrategy {
 
   void to_device(const StorageContext& context, std::span<const PlannedCopy> copies,
                  StreamRef stream) const final {
-    // The copies write the device buffer: they follow every earlier use of it on other streams.
-    context.order().join_users(stream);
+    // The copies write the device buffer: they follow every earlier use of their ranges on other
+    // streams.
+    for (const PlannedCopy& copy : copies) context.order().join_users(copy.range, stream);
     // One transfer per copy, their NVTX ranges nested: a plan's copies may go out in one batched
     // call.
     TransferScope uploads(&context.counters());
@@ -147,14 +148,14 @@ class TwoBufferStorage : public StorageStrategy {
     }
     upload(context, copies, stream);
     uploads.done();
-    context.order().set_exclusive(stream);
+    for (const PlannedCopy& copy : copies) context.order().set_exclusive(copy.range, stream);
   }
 
   void to_host(const StorageContext& context, std::byte* dst, ByteRange range,
                StreamRef stream) const final {
     context.unguard_host(dst);
-    context.order().wait_writer(stream);
-    context.order().add_user(stream);
+    context.order().wait_writer(range, stream);
+    context.order().add_user(range, stream);
     TransferScope transfer(context.transfer(TransferKind::d2h, range.size()), &context.counters());
     download(context, dst, range, stream);
     transfer.done();
@@ -292,11 +293,11 @@ class OneBufferStorage : public StorageStrategy {
  public:
   [[nodiscard]] bool one_buffer() const noexcept override { return true; }
 
-  void to_host(const StorageContext& context, std::byte*, ByteRange,
+  void to_host(const StorageContext& context, std::byte*, ByteRange range,
                StreamRef stream) const override {
-    context.order().wait_writer(stream);
+    context.order().wait_writer(range, stream);
     bring_to_host(context, stream);
-    context.order().add_user(stream);
+    context.order().add_user(range, stream);
     // The host waits for this array's writer (and a prefetch) only.
     host_wait_stream(stream);
     context.note_wait();

@@ -164,7 +164,7 @@ std::byte* ArrayCore::acquire_locked(Transaction& transaction, Side side, Access
   (one_buffer() ? host_order() : copy.order).forget_retired();
   // Inside a capture nothing is current: every acquire is recorded.
   const bool capturing = active_array_capture != nullptr;
-  const bool current = !capturing && device_current_for(device, access, on);
+  const bool current = !capturing && device_current_for(device, access, range, on);
   if (!current) rt.check_stream(on);
   if (access == Access::read) check_written(require_written, "device read", where);
   if (copy.views.slot == 0) copy.views.slot = acquire_view_slot(id());
@@ -217,10 +217,12 @@ std::byte* ArrayCore::acquire_device_locked(int device, Access access, ByteRange
   const bool joined_first =
       one_buffer() && transition.plan.ordering() == Ordering::after_every_use;
   StreamOrder& order = one_buffer() ? host_order() : device_copy(device).order;
+  // The use begins before its copies are queued: what this stream did before ends here.
+  order.begin_use(range, stream, access != Access::read);
   const char* reason = "device access after host writes";
   if (one_buffer()) {
     ensure_host_buffer();
-    if (joined_first) order.join_users(stream);
+    if (joined_first) order.join_users(range, stream);
   } else {
     ensure_device_capacity(device, stream, overwrites_all ? 0 : state_.device_extent(device));
     reason = state_.device_extent(device) != 0 ? "device access of a host-appended tail"
@@ -234,9 +236,9 @@ std::byte* ArrayCore::acquire_device_locked(int device, Access access, ByteRange
   }
   carry_out(transition.plan, buffers_.host, device, stream, reason, where);
   if (joined_first) {
-    order.set_exclusive(stream);
+    order.set_exclusive(range, stream);
   } else {
-    order.order_device_access(transition.plan.ordering(), stream);
+    order.order_device_access(transition.plan.ordering(), range, stream);
   }
   state_.commit(transition.next);
   // One buffer: a host writer must wait for this kernel, and appends must not overwrite what it
@@ -245,7 +247,8 @@ std::byte* ArrayCore::acquire_device_locked(int device, Access access, ByteRange
   return strategy().device_address(context("device view", where, device));
 }
 
-bool ArrayCore::device_current_for(int device, Access access, StreamRef stream) const {
+bool ArrayCore::device_current_for(int device, Access access, ByteRange range,
+                                   StreamRef stream) const {
   const DeviceCopy& copy = device_copy(device);
   if (one_buffer() || copy.data == nullptr || copy.capacity < state_.size() ||
       !state_.device_whole(device) || copy.views.size != state_.size() ||
@@ -253,7 +256,7 @@ bool ArrayCore::device_current_for(int device, Access access, StreamRef stream) 
     return false;
   }
   if (access != Access::read && !state_.device_exclusive(device)) return false;
-  return copy.order.already_ordered(access, stream);
+  return copy.order.already_ordered(access, range, stream);
 }
 
 void ArrayCore::make_host_whole(const char* reason, const smartarray::source_location& where) {
@@ -285,7 +288,8 @@ void ArrayCore::order_device_write(StreamRef stream) {
   if (state_.size() == 0) return;
   const StreamRef on = runtime().canonical(stream);
   const int device = one_buffer() ? 0 : runtime().stream_device(on);
-  device_copy(device).order.order_device_access(Ordering::after_every_use, on);
+  device_copy(device).order.order_device_access(Ordering::after_every_use,
+                                                ByteRange{0, state_.size()}, on);
 }
 
 void ArrayCore::device_changed(StreamRef stream) {
@@ -296,7 +300,8 @@ void ArrayCore::device_changed(StreamRef stream) {
                      "gpu_changed() on an array whose copy on device ", device, " is stale (",
                      state_.size(), " bytes); acquire it on that device first");
   if (state_.size() == 0) return;
-  device_copy(device).order.order_device_access(Ordering::after_every_use, on);
+  device_copy(device).order.order_device_access(Ordering::after_every_use,
+                                                ByteRange{0, state_.size()}, on);
   state_ = state_.device_written(device);
 }
 

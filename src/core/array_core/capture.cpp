@@ -133,7 +133,7 @@ std::byte* ArrayCore::acquire_captured(Transaction& transaction, int device, Acc
     capture_written_ = true;
   }
   copy.order.order_device_access(
-      access == Access::read ? Ordering::after_writer : Ordering::after_every_use, stream);
+      access == Access::read ? Ordering::after_writer : Ordering::after_every_use, range, stream);
   transaction.start_views(device);
   return copy.data;
 }
@@ -196,7 +196,7 @@ bool ArrayCore::prepare_replay(const GraphBinding& binding, StreamRef stream,
     std::lock_guard lock(mutex_);
     check_binding(binding);
     device_copy(device).order.forget_retired();
-    if (device_current_for(device, access, stream)) {
+    if (device_current_for(device, access, ByteRange{0, state_.size()}, stream)) {
       touch();
       return false;
     }
@@ -208,8 +208,10 @@ bool ArrayCore::prepare_replay(const GraphBinding& binding, StreamRef stream,
       (void)acquire_device_locked(device, Access::read, range, stream, where);
     }
   }
+  // A replay is one use of the whole array: its reads and writes are not ordered apart.
   device_copy(device).order.order_device_access(
-      writes ? Ordering::after_every_use : Ordering::after_writer, stream);
+      writes ? Ordering::after_every_use : Ordering::after_writer, ByteRange{0, state_.size()},
+      stream);
   transaction.start_views(device);
   return writes;
 }

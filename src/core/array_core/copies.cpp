@@ -65,14 +65,14 @@ void ArrayCore::carry_out(const CopyPlan& plan, std::byte* dst, int device,
     }
   }
   if (peers) {
-    // The copies write this device's buffer after every use of it, and read each source's after
-    // its writer.
+    // Each copy writes its range of this device's buffer after every use of it, and reads the
+    // source's after its writers.
     DeviceCopy& target = device_copy(device);
-    target.order.join_users(*stream);
     for (const PlannedCopy& copy : plan.copies()) {
       if (copy.to != Side::device || copy.peer == no_peer) continue;
       DeviceCopy& source = device_copy(copy.peer);
-      source.order.wait_writer(*stream);
+      target.order.join_users(copy.range, *stream);
+      source.order.wait_writer(copy.range, *stream);
       TransferScope peer_copy({TransferKind::d2d_peer, copy.range.size(), reason, id(),
                                trace_label(), where, static_cast<std::int16_t>(device),
                                static_cast<std::int16_t>(copy.peer)},
@@ -80,10 +80,10 @@ void ArrayCore::carry_out(const CopyPlan& plan, std::byte* dst, int device,
       runtime().copy_peer_async(target.data + copy.range.begin, device,
                                 source.data + copy.range.begin, copy.peer, copy.range.size(),
                                 *stream);
-      source.order.add_user(*stream);
+      source.order.add_user(copy.range, *stream);
+      target.order.set_exclusive(copy.range, *stream);
       peer_copy.done();
     }
-    target.order.set_exclusive(*stream);
   }
   if (!from_host.empty()) {
     strategy().to_device(here, {from_host.data(), from_host.size()}, *stream);
@@ -118,7 +118,7 @@ void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bo
   if (one_buffer()) {
     // One buffer: read it on the host once its writer is done; nothing is copied or prefetched.
     if (!state_.host_whole() && host_order().live_writer()) {
-      host_order().wait_writer(stream);
+      host_order().wait_writer(ByteRange{0, bytes}, stream);
       host_wait_stream(stream);
       counters_.add_wait();
     }
@@ -136,12 +136,12 @@ void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bo
   for (const PlannedCopy& copy : plan.copies()) {
     const StreamRef on = stream_from(copy.device, stream);
     StreamOrder& order = device_copy(copy.device).order;
-    order.wait_writer(on);
+    order.wait_writer(copy.range, on);
     const StorageContext from = context("copy_to_host", where, copy.device);
     TransferScope transfer(from.transfer(TransferKind::d2h, copy.range.size()), &counters_);
     runtime().copy_async(dst + copy.range.begin, device_copy(copy.device).data + copy.range.begin,
                          copy.range.size(), CopyKind::device_to_host, on);
-    order.add_user(on);
+    order.add_user(copy.range, on);
     transfer.done();
     if (std::find(used.begin(), used.begin() + streams, on) == used.begin() + streams) {
       used[streams++] = on;

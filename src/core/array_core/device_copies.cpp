@@ -58,7 +58,7 @@ void ArrayCore::ensure_device_capacity(int device, StreamRef stream, std::size_t
       context("device buffer growth", AcquireScope::current_call_site(), device);
   TransferScope prefix_copy(&counters_);
   try {
-    copy.order.join_users(stream);
+    copy.order.join_every_use(stream);
     if (keep > 0) prefix_copy.add(growth.transfer(TransferKind::d2d, keep));
     runtime().copy_async(fresh, copy.data, keep, CopyKind::device_to_device, stream);
   } catch (...) {
@@ -73,7 +73,8 @@ void ArrayCore::ensure_device_capacity(int device, StreamRef stream, std::size_t
   } else {
     resource.deallocate(stream, copy.data, copy.capacity);
   }
-  copy.order.set_exclusive(stream);
+  copy.order.clear_device();
+  copy.order.set_exclusive(ByteRange{0, keep}, stream);
   copy.data = fresh;
   copy.capacity = new_capacity;
   if (was_external) register_for_eviction(device);
@@ -100,7 +101,7 @@ void ArrayCore::make_device_only(std::size_t bytes, StreamRef stream) {
   }
   buffers_.capacity = bytes;
   state_ = ResidencyState::device_only(bytes, device);
-  copy.order.set_exclusive(on);
+  copy.order.set_exclusive(ByteRange{0, bytes}, on);
 }
 
 void ArrayCore::wrap_device(std::byte* external, std::size_t bytes) {
@@ -157,7 +158,7 @@ void ArrayCore::release_device_buffer(int device) noexcept {
   // Free on one stream that has joined every user, so the pool reuses the block only after them.
   const StreamRef last = copy.order.release_stream();
   try {
-    copy.order.join_users(last);
+    copy.order.join_every_use(last);
   } catch (const std::exception& error) {
     std::cerr << "smartarray: ordering the free of a device buffer failed: " << error.what()
               << "\n";

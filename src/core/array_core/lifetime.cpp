@@ -94,6 +94,10 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
     // The transfer's range opens after the allocation, which may evict other arrays.
     TransferScope transfer(&counters_);
     try {
+      // Writers of other ranges on other streams finish before the copy reads their bytes.
+      StreamOrder& source_order = const_cast<DeviceCopy&>(source).order;
+      source_order.forget_retired();
+      source_order.wait_writer(ByteRange{0, device_end}, stream);
       resolve_eviction_registry(device);
       target.data = static_cast<std::byte*>(device_mr(device).allocate(stream, bytes));
       target.capacity = bytes;
@@ -107,8 +111,8 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
     transfer.done();
     // The copy reads `other` on `stream`: a later write of `other` must wait for it. SmartArray
     // keeps its core mutable, so this core is never a const object.
-    const_cast<DeviceCopy&>(source).order.add_user(stream);
-    target.order.set_exclusive(stream);
+    const_cast<DeviceCopy&>(source).order.add_user(ByteRange{0, device_end}, stream);
+    target.order.set_exclusive(ByteRange{0, device_end}, stream);
     register_for_eviction(device);
   }
   state_ = other.state_;

@@ -458,7 +458,8 @@ class ArrayCore {
   /// True when an acquire of device `device`'s copy for `access` on `stream` would change
   /// nothing: that separate copy is whole, the stream already has that access, and the views are
   /// current.
-  [[nodiscard]] bool device_current_for(int device, Access access, StreamRef stream) const;
+  [[nodiscard]] bool device_current_for(int device, Access access, ByteRange range,
+                                        StreamRef stream) const;
   /// The device acquire's preparation and ordering around its plan (see acquire()).
   std::byte* acquire_device_locked(int device, Access access, ByteRange range, StreamRef stream,
                                    const smartarray::source_location& where);
