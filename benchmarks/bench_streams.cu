@@ -1,0 +1,165 @@
+// Concurrency by range: kernels on disjoint halves of one array, on two streams.
+//
+// - BM_DisjointHalves: a compute-bound kernel over one half of an array, its grid limited to half
+//   the SMs (one block per SM), so that two of them fill the GPU side by side. Contenders, each
+//   timed once per iteration in rotating order (CUDA events around the whole of it):
+//     smartarray_one    sa::launch over a.slice(0, n/2) on stream 1;
+//     smartarray_both   the same, and sa::launch over a.slice(n/2, n/2) on stream 2;
+//     hand_one, hand_both  the same kernels on raw device pointers, launched by hand.
+//   Counters: each contender's median time (us), ratio = smartarray_both / smartarray_one
+//   (target: at most 1.10: the second half runs beside the first), hand_ratio the same for the
+//   hand-written launches (what the GPU allows), and both_vs_hand = smartarray_both / hand_both.
+#include "bench_main.hpp"
+#include "bench_support.cuh"
+
+#include <smartarray/smartarray.hpp>
+#include <smartarray/runtime/detail/cuda_check.hpp>
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+namespace sa = smartarray;
+using sa::Access;
+using sa::bench::median;
+using sa::bench::need_cuda;
+
+namespace {
+
+/// `rounds` dependent multiply-adds per element, through a grid-stride loop: the SMs' arithmetic,
+/// not the memory, bounds it.
+__global__ void busy_kernel(sa::DeviceView<float> v, int rounds) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < v.size(); i += stride) {
+    float x = v[i];
+    for (int r = 0; r < rounds; ++r) x = x * 0.999F + 0.001F;
+    v[i] = x;
+  }
+}
+
+/// The hand-written launch: the same kernel body on a raw pointer.
+__global__ void busy_raw(float* v, std::size_t n, int rounds) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    float x = v[i];
+    for (int r = 0; r < rounds; ++r) x = x * 0.999F + 0.001F;
+    v[i] = x;
+  }
+}
+
+/// The time of `work` (queued on `first` and `second`) from an event on `first` until both
+/// streams are done, in microseconds.
+class PairTimer {
+ public:
+  PairTimer(cudaStream_t first, cudaStream_t second) : first_(first), second_(second) {
+    for (cudaEvent_t* event : {&start_, &joined_, &stop_}) {
+      SMARTARRAY_CUDA_TRY(cudaEventCreate(event), "create a timing event");
+    }
+  }
+  ~PairTimer() {
+    for (cudaEvent_t event : {start_, joined_, stop_}) cudaEventDestroy(event);
+  }
+  PairTimer(const PairTimer&) = delete;
+  PairTimer& operator=(const PairTimer&) = delete;
+
+  double time(const std::function<void()>& work) {
+    SMARTARRAY_CUDA_TRY(cudaEventRecord(start_, first_), "record the start");
+    SMARTARRAY_CUDA_TRY(cudaStreamWaitEvent(second_, start_), "start the second stream");
+    work();
+    SMARTARRAY_CUDA_TRY(cudaEventRecord(joined_, second_), "record the second stream's end");
+    SMARTARRAY_CUDA_TRY(cudaStreamWaitEvent(first_, joined_), "join the second stream");
+    SMARTARRAY_CUDA_TRY(cudaEventRecord(stop_, first_), "record the stop");
+    SMARTARRAY_CUDA_TRY(cudaEventSynchronize(stop_), "wait for the stop");
+    float ms = 0;
+    SMARTARRAY_CUDA_TRY(cudaEventElapsedTime(&ms, start_, stop_), "read the time");
+    return static_cast<double>(ms) * 1000.0;
+  }
+
+ private:
+  cudaStream_t first_;
+  cudaStream_t second_;
+  cudaEvent_t start_{};
+  cudaEvent_t joined_{};
+  cudaEvent_t stop_{};
+};
+
+void BM_DisjointHalves(benchmark::State& state) {
+  if (!need_cuda(state)) return;
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const int rounds = static_cast<int>(state.range(1));
+  const std::size_t half_n = n / 2;
+  const int sms = sa::device_properties().multiprocessor_count;
+  const int grid = std::max(1, sms / 2);  // half_n the SMs, one block each
+  constexpr int block = 1024;
+  sa::Stream s1;
+  sa::Stream s2;
+  const auto first = static_cast<cudaStream_t>(static_cast<sa::StreamRef>(s1).handle());
+  const auto second = static_cast<cudaStream_t>(static_cast<sa::StreamRef>(s2).handle());
+  sa::SmartArray<float> a(sa::bench::random_floats(n));
+  float* raw = nullptr;
+  SMARTARRAY_CUDA_TRY(cudaMalloc(&raw, n * sizeof(float)), "allocate the hand-written array");
+  SMARTARRAY_CUDA_TRY(cudaMemset(raw, 0, n * sizeof(float)), "clear the hand-written array");
+  (void)a.device_view(Access::read_write, s1);
+  SMARTARRAY_CUDA_TRY(cudaDeviceSynchronize(), "settle");
+  PairTimer timer(first, second);
+  const std::vector<std::function<void()>> contenders{
+      [&] { sa::launch(busy_kernel, grid, block, s1, a.slice(0, half_n), rounds); },
+      [&] {
+        sa::launch(busy_kernel, grid, block, s1, a.slice(0, half_n), rounds);
+        sa::launch(busy_kernel, grid, block, s2, a.slice(half_n, n - half_n), rounds);
+      },
+      [&] { busy_raw<<<grid, block, 0, first>>>(raw, half_n, rounds); },
+      [&] {
+        busy_raw<<<grid, block, 0, first>>>(raw, half_n, rounds);
+        busy_raw<<<grid, block, 0, second>>>(raw + half_n, n - half_n, rounds);
+      },
+  };
+  std::vector<std::vector<double>> samples(contenders.size());
+  for (std::size_t c = 0; c < contenders.size(); ++c) timer.time(contenders[c]);  // warm up
+  std::size_t turn = 0;
+  for (auto _ : state) {
+    double total = 0;
+    for (std::size_t k = 0; k < contenders.size(); ++k) {
+      const std::size_t c = (turn + k) % contenders.size();
+      const double us = timer.time(contenders[c]);
+      samples[c].push_back(us);
+      total += us;
+    }
+    ++turn;
+    state.SetIterationTime(total / 1e6);
+  }
+  SMARTARRAY_CUDA_TRY(cudaFree(raw), "free the hand-written array");
+  const double one = median(samples[0]);
+  const double both = median(samples[1]);
+  const double hand_one = median(samples[2]);
+  const double hand_both = median(samples[3]);
+  state.counters["smartarray_one_us"] = one;
+  state.counters["smartarray_both_us"] = both;
+  state.counters["hand_one_us"] = hand_one;
+  state.counters["hand_both_us"] = hand_both;
+  state.counters["ratio"] = both / one;
+  state.counters["hand_ratio"] = hand_both / hand_one;
+  state.counters["both_vs_hand"] = both / hand_both;
+}
+
+void register_benchmarks(bool quick) {
+  auto* b = benchmark::RegisterBenchmark("BM_DisjointHalves", BM_DisjointHalves)
+                ->UseManualTime()
+                ->Unit(benchmark::kMicrosecond);
+  if (quick) {
+    b->Args({1 << 16, 16});
+  } else {
+    b->Args({1 << 24, 256});
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return sa::bench::run_main(argc, argv, register_benchmarks, &sa::bench::failed_runs);
+}
