@@ -19,8 +19,8 @@
 #             scripts/bench_report.py's check of every target
 #   sanitize  compute-sanitizer's memcheck, racecheck, synccheck and initcheck over the tests and
 #             examples (see "sanitize" below); fails the call on any error
-#   mutation  shows that the latency tests catch a missing wait (see "mutation" below); needs no
-#             GPU
+#   mutation  shows that the latency tests catch a missing wait, of the host or of a stream by
+#             range (see "mutation" below); needs no GPU
 # Each of tests, python, bench and targets takes under 10 minutes on a machine of two GPUs and 32
 # cores, so they can run one at a time (a run that finds the build folder reuses it, so
 # `sanitize` or `targets` after `tests` builds nothing again).
@@ -94,11 +94,13 @@
 #   uninitialized and a discard acquire writes before anything reads, so every report is a real
 #   uninitialized read.
 #
-# mutation: removes the host's wait on the device-to-host copy (explicit mode, src/core/storage.cpp)
-# in a scratch copy of the tree (the files git tracks or would track; without git, all but the
-# build folders), builds test_residency there on the host backend, runs it with
-# SMARTARRAY_HOST_LATENCY_US=300, and expects failures: the phase passes when the tests catch the
-# missing wait.
+# mutation: two mutations, each in a scratch copy of the tree (the files git tracks or would track;
+# without git, all but the build folders), built there and run on the host backend with
+# SMARTARRAY_HOST_LATENCY_US=300, expecting failures: the host's wait on the device-to-host copy
+# removed (explicit mode, src/core/storage.cpp), which test_residency must catch; and a stream's
+# wait for a conflicting use of a range on another stream removed (src/core/stream_order.cpp),
+# which test_stream_order and the range property test must each catch. The phase passes when
+# every run catches its missing wait.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:${PATH}"
@@ -491,47 +493,56 @@ if has sanitize; then
   pack
 fi
 
-# The mutation phase, in a scratch copy of the tree (a subshell, which removes the copy when it
-# ends): exits 0 when the latency run of test_residency fails without the host's wait.
-mutation_check() (
-  marker="The host waits for this array's copy only"
+# One mutation, in a scratch copy of the tree (a subshell, which removes the copy when it ends):
+# deletes the line after the comment `marker` in `file` (it must match `line`), builds `tests`
+# there, and exits 0 when each of them fails its latency run on the host backend.
+mutation_check() (  # name, file, marker, line (a regex), tests...
+  name="$1" file="$2" marker="$3" line="$4"
+  shift 4
   scratch=$(mktemp -d) || exit 1
   trap 'rm -rf "${scratch}"' EXIT
   # The files git tracks or would track; in a tree without git, all but the build folders.
   # (A tracked file deleted in the working tree stays out.)
   if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
     git ls-files -z -co --exclude-standard |
-      while IFS= read -r -d '' file; do if [ -e "${file}" ]; then printf '%s\0' "${file}"; fi; done |
+      while IFS= read -r -d '' f; do if [ -e "${f}" ]; then printf '%s\0' "${f}"; fi; done |
       xargs -0 cp --parents -t "${scratch}"
   else
     tar cf - --exclude='./build*' --exclude=./gpu-out . | tar xf - -C "${scratch}"
-  fi || { echo "mutation: cannot copy the tree"; exit 1; }
-  # The wait is the line after this comment.
-  if ! grep -A1 "${marker}" "${scratch}/src/core/storage.cpp" | grep -q '^    host_wait_stream(stream);$'; then
-    echo "mutation: no host_wait_stream(stream) after '${marker}' in src/core/storage.cpp"
+  fi || { echo "mutation ${name}: cannot copy the tree"; exit 1; }
+  if ! grep -A1 "${marker}" "${scratch}/${file}" | grep -qE "${line}"; then
+    echo "mutation ${name}: no line matching '${line}' after '${marker}' in ${file}"
     exit 1
   fi
-  sed -i "/${marker}/{n;d}" "${scratch}/src/core/storage.cpp"
-  if grep -A1 "${marker}" "${scratch}/src/core/storage.cpp" | grep -q 'host_wait_stream'; then
-    echo "mutation: the mutation was not applied"
+  sed -i "/${marker}/{n;d}" "${scratch}/${file}"
+  if grep -A1 "${marker}" "${scratch}/${file}" | grep -qE "${line}"; then
+    echo "mutation ${name}: the mutation was not applied"
     exit 1
   fi
   { cmake -S "${scratch}" -B "${scratch}/build" -DSMARTARRAY_BUILD_BENCHMARKS=OFF \
       -DSMARTARRAY_BUILD_EXAMPLES=OFF &&
-    cmake --build "${scratch}/build" -j "${jobs}" --target test_residency; } \
-    > "${out}/mutation-build.log" 2>&1 ||
-    { echo "mutation: build failed (${out}/mutation-build.log)"; exit 1; }
-  if SMARTARRAY_BACKEND=host SMARTARRAY_HOST_LATENCY_US=300 "${scratch}/build/tests/test_residency" \
-      > "${out}/mutation.log" 2>&1; then
-    echo "mutation survived: the tests did not notice the missing wait"
-    exit 1
-  fi
-  grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ tests?' "${out}/mutation.log"
-  echo "mutation caught: removing the host wait makes the latency run fail"
+    cmake --build "${scratch}/build" -j "${jobs}" --target "$@"; } \
+    > "${out}/mutation-${name}-build.log" 2>&1 ||
+    { echo "mutation ${name}: build failed (${out}/mutation-${name}-build.log)"; exit 1; }
+  for test in "$@"; do
+    log="${out}/mutation-${name}.${test}.log"
+    if SMARTARRAY_BACKEND=host SMARTARRAY_HOST_LATENCY_US=300 "${scratch}/build/tests/${test}" \
+        > "${log}" 2>&1; then
+      echo "mutation ${name} survived: ${test} did not notice the missing wait"
+      exit 1
+    fi
+    echo "mutation ${name} caught by ${test}:" \
+      "$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ tests?' "${log}" | tr '\n' ' ')"
+  done
 )
 
 if has mutation; then
-  mutation_check 2>&1 | tee -a "${out}/summary.txt" || status=1
+  mutation_check host-wait src/core/storage.cpp "The host waits for this array's copy only" \
+    '^    host_wait_stream\(stream\);$' test_residency 2>&1 | tee -a "${out}/summary.txt" ||
+    status=1
+  mutation_check range-wait src/core/stream_order.cpp "The wait for a conflicting use" \
+    '^  wait_until\(stream, event, use\.stream\);$' test_stream_order test_range_property 2>&1 |
+    tee -a "${out}/summary.txt" || status=1
   pack
 fi
 

@@ -18,6 +18,15 @@ namespace {
   return inner.empty() || (outer.begin <= inner.begin && inner.end <= outer.end);
 }
 
+/// Makes `stream` wait for `event`, or for everything queued on `producer` when there is none.
+void wait_until(StreamRef stream, void* event, StreamRef producer) {
+  if (event != nullptr) {
+    runtime().stream_wait(stream, event);
+  } else {
+    stream_wait_stream(stream, producer);
+  }
+}
+
 }  // namespace
 
 void StreamOrder::forget_retired_until(std::uint64_t generation) {
@@ -116,11 +125,8 @@ void StreamOrder::wait_for(StreamRef stream, const Use& use, std::vector<Use>& w
   if (use.stream == stream) return;  // stream order
   if (std::find(waited.begin(), waited.end(), use) != waited.end()) return;
   void* const event = point_event(use);
-  if (event != nullptr) {
-    runtime().stream_wait(stream, event);
-  } else {
-    stream_wait_stream(stream, use.stream);
-  }
+  // The wait for a conflicting use, up to its point (gpu_check.sh's mutation phase removes it).
+  wait_until(stream, event, use.stream);
   waited.push_back(use);
 }
 
