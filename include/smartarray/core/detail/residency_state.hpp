@@ -19,6 +19,10 @@
  * part, and a tail appended on the host). Slices and element access add more; up to
  * `RunList::inline_runs` of them are held inline, more spill to the heap.
  *
+ * A discarded range (discarded()) is held by every place, with unspecified values: no plan copies
+ * it, and a write paints it as any other. Copies out of a buffer (for_each_held(),
+ * device_extent()) skip it.
+ *
  * An unwritten state (an array made with no_init) holds bytes that were never written: both sides
  * cover them, so that no acquire copies them, until the first access settles it. With two buffers
  * the side that was not accessed then holds nothing; with one buffer that both sides address
@@ -147,12 +151,13 @@ class ResidencyState {
     });
     return found ? span : ByteRange{at, at};
   }
-  /// Calls `visit(range)` for each maximal range of [0, limit) that `place` holds, in order.
+  /// Calls `visit(range)` for each maximal range of [0, limit) whose values `place`'s buffer holds
+  /// (not the unspecified bytes of a discard), in order.
   template <typename Visit>
   constexpr void for_each_held(Place place, std::size_t limit, Visit visit) const {
     ByteRange pending{0, 0};
     for_each_run({0, limit}, [&](ByteRange run, Holder holder) {
-      if (!holds(holder, place)) return;
+      if (!holds_data(holder, place)) return;
       if (!pending.empty() && pending.end == run.begin) {
         pending.end = run.end;
         return;
@@ -168,12 +173,12 @@ class ResidencyState {
     if (unwritten_ || runs_.empty() || holds(runs_[0].holder, Side::host)) return 0;
     return std::min(runs_.size() > 1 ? runs_[1].begin : size_, size_);
   }
-  /// The end of the last byte device `device` holds (0 when it holds none): a reallocation of its
-  /// buffer keeps [0, device_extent(device)).
+  /// The end of the last byte whose value device `device` holds (0 when it holds none): a
+  /// reallocation of its buffer keeps [0, device_extent(device)).
   [[nodiscard]] constexpr std::size_t device_extent(int device = 0) const noexcept {
     const Place place(Side::device, device);
     for (std::size_t i = runs_.size(); i > 1; --i) {
-      if (holds(runs_[i - 2].holder, place)) return runs_[i - 1].begin;
+      if (holds_data(runs_[i - 2].holder, place)) return runs_[i - 1].begin;
     }
     return 0;
   }
@@ -292,6 +297,15 @@ class ResidencyState {
       }
     }
     return plan;
+  }
+  /// The bytes `range` (inside [0, size)) were discarded: their values are unspecified, every
+  /// place holds them, and no plan copies them until a write paints them again. An unwritten state
+  /// is left as it is (no place holds values of it already).
+  [[nodiscard]] constexpr ResidencyState discarded(ByteRange range) const {
+    if (unwritten_ || range.empty()) return *this;
+    ResidencyState next = *this;
+    next.runs_ = painted(range, [](Holder) { return static_cast<Holder>(unspecified_bit); });
+    return next;
   }
   /// The first access of an unwritten state, on `place`: with two buffers, the places that were
   /// not accessed have no buffer and hold nothing; with one buffer both sides keep it.

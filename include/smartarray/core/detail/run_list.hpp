@@ -44,15 +44,25 @@ struct Place {
 /// named values; `device` and `both` name device 0.
 enum class Holder : std::uint32_t { host = 1, device = 2, both = 3 };
 
+/// The bit of a holder whose bytes were discarded (their values are unspecified): every place
+/// holds them, so no plan copies them, and a place holds data there only where its own bit is
+/// set too (a read on it since). Above every place's bit (max_devices <= 30).
+inline constexpr std::uint32_t unspecified_bit = 1U << 31;
+
 [[nodiscard]] constexpr std::uint32_t bits(Holder holder) noexcept {
   return static_cast<std::uint32_t>(holder);
 }
+/// The place holds the bytes: its copy is current, or they are unspecified.
 [[nodiscard]] constexpr bool holds(Holder holder, Place place) noexcept {
+  return (bits(holder) & (place.bit() | unspecified_bit)) != 0;
+}
+/// The place's buffer holds the bytes' values: what a copy out of it reads.
+[[nodiscard]] constexpr bool holds_data(Holder holder, Place place) noexcept {
   return (bits(holder) & place.bit()) != 0;
 }
-/// The devices of a holder, as a mask of device ordinals (bit d: device d).
+/// The devices whose buffers hold a holder's bytes, as a mask of device ordinals (bit d: device d).
 [[nodiscard]] constexpr std::uint32_t devices_of(Holder holder) noexcept {
-  return bits(holder) >> 1;
+  return (bits(holder) & ~unspecified_bit) >> 1;
 }
 /// The lowest device of a non-empty mask of device ordinals.
 [[nodiscard]] constexpr int lowest_device(std::uint32_t devices) noexcept {
