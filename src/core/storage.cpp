@@ -162,6 +162,11 @@ class TwoBufferStorage : public StorageStrategy {
     context.note_wait();
   }
 
+  void prefetch_to_host(const StorageContext& context, ByteRange range,
+                        StreamRef stream) const override {
+    to_host(context, context.buffers().host, range, stream);
+  }
+
   void free_unused_host(const StorageContext& context, std::byte* ptr, std::size_t bytes,
                         bool pageable) const noexcept final {
     if (pageable) {
@@ -244,10 +249,26 @@ class ExplicitStorage final : public TwoBufferStorage {
 
   void download(const StorageContext& context, std::byte* dst, ByteRange range,
                 StreamRef stream) const override {
-    runtime().copy_async(dst + range.begin, context.device_copy().data + range.begin,
-                         range.size(), CopyKind::device_to_host, stream);
+    queue_download(context, dst, range, stream);
     // The host waits for this array's copy only (and what precedes it on that stream).
     host_wait_stream(stream);
+  }
+
+  void prefetch_to_host(const StorageContext& context, ByteRange range,
+                        StreamRef stream) const override {
+    std::byte* const host = context.buffers().host;
+    context.unguard_host(host);
+    context.order().wait_writer(range, stream);
+    context.order().add_user(range, stream);
+    TransferScope transfer(context.transfer(TransferKind::d2h, range.size()), &context.counters());
+    queue_download(context, host, range, stream);
+    transfer.done();
+  }
+
+  static void queue_download(const StorageContext& context, std::byte* dst, ByteRange range,
+                             StreamRef stream) {
+    runtime().copy_async(dst + range.begin, context.device_copy().data + range.begin,
+                         range.size(), CopyKind::device_to_host, stream);
   }
 };
 
@@ -301,6 +322,13 @@ class OneBufferStorage : public StorageStrategy {
     // The host waits for this array's writer (and a prefetch) only.
     host_wait_stream(stream);
     context.note_wait();
+  }
+
+  void prefetch_to_host(const StorageContext& context, ByteRange range,
+                        StreamRef stream) const override {
+    context.order().wait_writer(range, stream);
+    bring_to_host(context, stream);
+    context.order().add_user(range, stream);
   }
 
  protected:

@@ -75,6 +75,12 @@ class StorageStrategy {
   /// current from the device on `stream`, and waits for them on the host.
   virtual void to_host(const StorageContext& context, std::byte* dst, ByteRange range,
                        StreamRef stream) const = 0;
+  /// Queues what makes the host bytes `range` current from the device on `stream`, ordered after
+  /// the range's writer, without waiting on the host: the caller records an event after it, which
+  /// the first host access of the range waits for. A strategy whose copy needs the host (pageable
+  /// staging) is done when it returns.
+  virtual void prefetch_to_host(const StorageContext& context, ByteRange range,
+                                StreamRef stream) const = 0;
   /// The address that device views use.
   [[nodiscard]] virtual std::byte* device_address(const StorageContext& context) const = 0;
 

@@ -11,9 +11,11 @@ namespace smartarray::detail {
 
 /// One entry point's transaction: it takes the array's lock, marks the array as the one this
 /// thread is acquiring (eviction skips it, and traces name `where`), drops the retired streams and,
-/// for a use, moves the array up the least-recently-used order. When it ends (normally or by an
-/// exception) it refreshes the observers: the fast-path flags and the lock-free window, the debug
-/// view generations and the stale-host guard; after a device acquire, the views start anew.
+/// for a use, moves the array up the least-recently-used order. Unless the entry point settles
+/// them by range itself (`Arrivals::by_range`), the host waits first for every pending prefetch
+/// copy into the host buffer, which the entry point may change or free. When it ends (normally or
+/// by an exception) it refreshes the observers: the fast-path flags and the lock-free window, the
+/// debug view generations and the stale-host guard; after a device acquire, the views start anew.
 class ArrayCore::Transaction {
  public:
   /// What the entry point is.
@@ -23,13 +25,23 @@ class ArrayCore::Transaction {
     inspect,  ///< reads or copies out without changing the state: no refresh
   };
 
-  Transaction(ArrayCore& core, Kind kind, const smartarray::source_location* where = nullptr)
+  /// How the entry point treats the pending prefetch copies into the host buffer.
+  enum class Arrivals {
+    settle,    ///< the host waits for all of them first
+    by_range,  ///< the entry point waits for those that write bytes it touches
+  };
+
+  Transaction(ArrayCore& core, Kind kind, const smartarray::source_location* where = nullptr,
+              Arrivals arrivals = Arrivals::settle)
       : core_(core), lock_(core.mutex_), scope_(&core, where), refresh_(kind != Kind::inspect) {
     core.device0_.order.forget_retired();
     for (int device = 1; device < core.device_copies(); ++device) {
       core.device_copy(device).order.forget_retired();
     }
     if (kind == Kind::use) core.touch();
+    if (arrivals == Arrivals::settle && !core.arrivals_.empty()) [[unlikely]] {
+      core.settle_arrivals_quietly();
+    }
   }
   ~Transaction() {
     if (!refresh_) return;

@@ -146,6 +146,43 @@ class Slice {
     return DeviceView<const value_type>(elements, count_, array_->view_stamp());
   }
 
+  /**
+   * @brief `SmartArray::prefetch_to_host` of the slice's elements only.
+   * @param stream the stream of the copies.
+   * @param where the caller's source location, for the migration trace.
+   * @throws std::out_of_range naming the range and the size when the array no longer holds it.
+   */
+  Prefetch prefetch_to_host(
+      StreamRef stream = {},
+      smartarray::source_location where = smartarray::source_location::current()) const {
+    check_range();
+    return Prefetch(array_->core_.prefetch_to_host(bytes(), stream, where));
+  }
+  /**
+   * @brief `SmartArray::prefetch_to_device` of the slice's elements only.
+   * @param stream the stream of the copies, on the device that receives them.
+   * @param where the caller's source location, for the migration trace.
+   * @throws std::out_of_range naming the range and the size when the array no longer holds it.
+   */
+  void prefetch_to_device(
+      StreamRef stream = {},
+      smartarray::source_location where = smartarray::source_location::current()) const {
+    check_range();
+    static_cast<void>(
+        array_->core_.acquire_range(Side::device, Access::read, bytes(), stream, where));
+  }
+  /**
+   * @brief `SmartArray::discard` of the slice's elements only.
+   * @param where the caller's source location, for messages.
+   * @throws std::out_of_range naming the range and the size when the array no longer holds it.
+   */
+  void discard(smartarray::source_location where = smartarray::source_location::current()) const
+    requires(!std::is_const_v<T>)
+  {
+    check_range();
+    array_->core_.discard(bytes(), where);
+  }
+
  private:
   template <typename>
   friend class Slice;
@@ -168,11 +205,13 @@ class Slice {
   std::byte* acquire(Side side, Access access, std::optional<StreamRef> stream,
                      const smartarray::source_location& where) const {
     check_range();
-    const detail::ByteRange bytes{first_ * sizeof(value_type),
-                                  (first_ + count_) * sizeof(value_type)};
     const bool checked = access == Access::read && SMARTARRAY_DEBUG_CHECKS != 0;
     if (side == Side::device && !stream) stream = StreamRef{};
-    return array_->core_.acquire_range(side, access, bytes, stream, where, checked);
+    return array_->core_.acquire_range(side, access, bytes(), stream, where, checked);
+  }
+  /// The slice's bytes in the array.
+  [[nodiscard]] detail::ByteRange bytes() const noexcept {
+    return {first_ * sizeof(value_type), (first_ + count_) * sizeof(value_type)};
   }
   /// The slice's first element in `buffer` (null when the buffer is).
   [[nodiscard]] T* element_pointer(std::byte* buffer) const noexcept {

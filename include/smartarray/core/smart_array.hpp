@@ -21,6 +21,7 @@
 #include <smartarray/views/device_view.hpp>
 #include <smartarray/error.hpp>
 #include <smartarray/core/host_iterator.hpp>
+#include <smartarray/core/prefetch.hpp>
 #include <smartarray/memory/default_resources.hpp>
 #include <smartarray/memory/memory_resource.hpp>
 #include <smartarray/memory/memory_mode.hpp>
@@ -699,6 +700,55 @@ class SmartArray {
   /// @param device the device.
   /// @throws logic_error naming the ordinal and the device count when `device` does not exist.
   [[nodiscard]] bool is_valid(Device device) const { return core_.valid_on_device(device.ordinal); }
+  /**
+   * @brief Starts copying the elements that the host lacks to the host on `stream`, and returns
+   *        at once with a token (core/prefetch.hpp); the host waits for nothing.
+   *
+   * The copies are those a host read would make: one device-to-host copy per stale run, counted
+   * as such (a managed array's is one `cudaMemPrefetchAsync` to the host, counted in `prefetch_*`;
+   * a mapped array's is nothing to copy, and its token is ready when the kernels that write it
+   * are done; a pageable array's copy is staged through the host, so it is done when this
+   * returns). Each copy runs on `stream` when the device it comes from is `stream`'s, else on that
+   * device's last writer's stream (or its default stream). The elements are host-valid from now
+   * on: the first host access of them waits for exactly these copies (not for the whole stream)
+   * and copies nothing more, and a host write never races them. An array that the host already
+   * holds copies nothing, and its token is ready.
+   * @param stream the stream of the copies.
+   * @param where the caller's source location, for the migration trace.
+   * @throws logic_error for a stream that is not live, and inside `sa::capture` (a prefetch is a
+   *         host-side operation; the capture's work has not run).
+   */
+  Prefetch prefetch_to_host(
+      StreamRef stream = {},
+      smartarray::source_location where = smartarray::source_location::current()) const {
+    return Prefetch(core_.prefetch_to_host({0, size() * sizeof(T)}, stream, where));
+  }
+  /**
+   * @brief Copies the elements that `stream`'s device lacks there now, on `stream`, as a device
+   *        read would: a kernel on `stream` then copies nothing. The host does not wait.
+   * @param stream the stream of the copies, on the device that receives them.
+   * @param where the caller's source location, for the migration trace.
+   * @throws logic_error for a stream that is not live.
+   */
+  void prefetch_to_device(
+      StreamRef stream = {},
+      smartarray::source_location where = smartarray::source_location::current()) const {
+    static_cast<void>(core_.acquire_device(Access::read, stream, where));
+  }
+  /**
+   * @brief Gives up the elements' values: they become unspecified on every side, and no copy
+   *        ever moves them (no host or device read, no eviction, no peer read) until something
+   *        writes them. A read before then returns unspecified values without an error (the debug
+   *        builds' check of unwritten reads covers `no_init` arrays only). Mapped and managed
+   *        arrays have one buffer that both sides address: nothing is ever copied there that a
+   *        discard could save, so it changes nothing for them.
+   * @param where the caller's source location, for messages.
+   * @throws logic_error inside `sa::capture` (the capture's work on the array has not run).
+   */
+  void discard(smartarray::source_location where = smartarray::source_location::current()) {
+    core_.discard({0, size() * sizeof(T)}, where);
+  }
+
   /// @brief This object's own transfer counters. They count the copies made through this object
   ///        and stay with it: a swap or move exchanges the data, not the counts.
   [[nodiscard]] const TransferCounters& counters() const noexcept { return core_.counters(); }

@@ -64,7 +64,7 @@ bool ArrayCore::valid_on_device(int device) const {
 
 std::byte* ArrayCore::acquire(Side side, Access access, std::optional<StreamRef> stream,
                               const smartarray::source_location& where, bool require_written) {
-  Transaction transaction(*this, Transaction::Kind::use, &where);
+  Transaction transaction(*this, Transaction::Kind::use, &where, Transaction::Arrivals::by_range);
   NvtxRange nvtx;
   nvtx.push_acquire(acquire_name(side, access), state_.size(), id(), trace_label(), where);
   return acquire_locked(transaction, side, access, {0, state_.size()}, stream, where,
@@ -75,7 +75,7 @@ std::byte* ArrayCore::acquire_range(Side side, Access access, ByteRange range,
                                     std::optional<StreamRef> stream,
                                     const smartarray::source_location& where,
                                     bool require_written) {
-  Transaction transaction(*this, Transaction::Kind::use, &where);
+  Transaction transaction(*this, Transaction::Kind::use, &where, Transaction::Arrivals::by_range);
   SMARTARRAY_EXPECTS(range.begin <= range.end && range.end <= state_.size(), std::out_of_range,
                      describe(), ": the bytes [", range.begin, ", ", range.end,
                      ") leave the array of ", state_.size(), " bytes");
@@ -95,7 +95,7 @@ std::byte* ArrayCore::acquire_range(Side side, Access access, ByteRange range,
 
 void ArrayCore::acquire_element(Access access, std::size_t offset, std::size_t bytes,
                                 const smartarray::source_location& where, bool require_written) {
-  Transaction transaction(*this, Transaction::Kind::use, &where);
+  Transaction transaction(*this, Transaction::Kind::use, &where, Transaction::Arrivals::by_range);
   NvtxRange nvtx;
   nvtx.push_acquire(acquire_name(Side::host, access), bytes, id(), trace_label(), where);
   const std::size_t size = state_.size();
@@ -187,6 +187,7 @@ std::byte* ArrayCore::acquire_host_range(Access access, ByteRange range,
                                          std::optional<StreamRef> stream,
                                          const smartarray::source_location& where) {
   ensure_host_buffer();
+  settle_arrivals(range);
   const Transition transition = state_.acquire(Side::host, access, one_buffer(), range);
   const char* reason = one_buffer()              ? "host access after device writes"
                        : access == Access::read ? "host read of a stale copy"

@@ -34,6 +34,14 @@ void ArrayCore::carry_out(const CopyPlan& plan, std::byte* dst, int device,
   // Down first, each from its device: in a plan that also copies up, these are reads staged
   // through the host (the device cannot reach the one that holds the bytes).
   constexpr const char* staged = "read across devices without peer access, through the host";
+  // A prefetch copy may still write host bytes that these copies write or read.
+  if (!arrivals_.empty()) [[unlikely]] {
+    for (const PlannedCopy& copy : plan.copies()) {
+      if (copy.to == Side::host ? dst == buffers_.host : copy.peer == no_peer) {
+        settle_arrivals(copy.range);
+      }
+    }
+  }
   for (const PlannedCopy& copy : plan.copies()) {
     if (copy.to == Side::device) continue;
     const StorageContext from = context(up ? staged : reason, where, copy.device);
@@ -93,7 +101,8 @@ void ArrayCore::carry_out(const CopyPlan& plan, std::byte* dst, int device,
 void ArrayCore::copy_device_in(std::byte* dst, const std::byte* src, std::size_t bytes,
                                StreamRef stream, const smartarray::source_location& where,
                                DeviceCopier copier) {
-  Transaction transaction(*this, Transaction::Kind::inspect);
+  Transaction transaction(*this, Transaction::Kind::inspect, nullptr,
+                          Transaction::Arrivals::by_range);
   const StorageContext into =
       context("copy from another array", where, runtime().stream_device(stream));
   TransferScope transfer(into.transfer(TransferKind::d2d, bytes), &counters_);
@@ -107,7 +116,8 @@ void ArrayCore::copy_device_in(std::byte* dst, const std::byte* src, std::size_t
 
 void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bool wait,
                          const smartarray::source_location& where, bool require_written) {
-  Transaction transaction(*this, Transaction::Kind::inspect, &where);
+  Transaction transaction(*this, Transaction::Kind::inspect, &where,
+                          Transaction::Arrivals::by_range);
   runtime().check_stream(stream);
   SMARTARRAY_EXPECTS(bytes <= state_.size(), logic_error, "copy_out of ", bytes,
                      " bytes from an array of ", state_.size(), " bytes");
@@ -115,6 +125,7 @@ void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bo
   check_written(require_written, "copy_to_host", where);
   if (state_.is_unwritten()) return;  // no values to copy, and no buffer to copy them from
   touch();
+  settle_arrivals(ByteRange{0, bytes});
   if (one_buffer()) {
     // One buffer: read it on the host once its writer is done; nothing is copied or prefetched.
     if (!state_.host_whole() && host_order().live_writer()) {
@@ -155,7 +166,9 @@ void ArrayCore::copy_out(std::byte* dst, std::size_t bytes, StreamRef stream, bo
 
 void ArrayCore::upload_chunk(std::byte* device, ByteRange range, StreamRef stream,
                              const smartarray::source_location& where) {
-  Transaction transaction(*this, Transaction::Kind::inspect, &where);
+  Transaction transaction(*this, Transaction::Kind::inspect, &where,
+                          Transaction::Arrivals::by_range);
+  settle_arrivals(range);
   const StorageContext chunk = context("out-of-core chunk", where);
   TransferScope transfer(chunk.transfer(TransferKind::h2d, range.size()), &counters_);
   runtime().copy_async(device, buffers_.host + range.begin, range.size(),
@@ -165,7 +178,9 @@ void ArrayCore::upload_chunk(std::byte* device, ByteRange range, StreamRef strea
 
 void ArrayCore::download_chunk(const std::byte* device, ByteRange range, StreamRef stream,
                                const smartarray::source_location& where) {
-  Transaction transaction(*this, Transaction::Kind::inspect, &where);
+  Transaction transaction(*this, Transaction::Kind::inspect, &where,
+                          Transaction::Arrivals::by_range);
+  settle_arrivals(range);
   const StorageContext chunk = context("out-of-core chunk", where);
   TransferScope transfer(chunk.transfer(TransferKind::d2h, range.size()), &counters_);
   runtime().copy_async(buffers_.host + range.begin, device, range.size(),

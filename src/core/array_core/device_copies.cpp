@@ -180,6 +180,8 @@ void ArrayCore::release_all() noexcept {
   // host-only array never takes the registry's lock.
   unregister_for_eviction();
   for (int device = 0; device < device_copies(); ++device) release_device_buffer(device);
+  // The host buffer is freed once no prefetch copy writes it.
+  settle_arrivals_quietly();
   free_host(buffers_.host, buffers_.capacity, buffers_.host_pageable);
   buffers_.host = nullptr;
   buffers_.host_pageable = false;

@@ -52,6 +52,9 @@ ArrayCore::ArrayCore(const ArrayCore& other, const ResourceChoice& resources)
 void ArrayCore::copy_valid_data(const ArrayCore& other) {
   const std::size_t bytes = other.state_.size();
   if (bytes == 0) return;
+  // The host bytes of `other` that prefetch copies still write are read below. SmartArray keeps
+  // its core mutable, so `other` is never a const object.
+  const_cast<ArrayCore&>(other).settle_arrivals(ByteRange{0, bytes});
   // The stream names taken from `other` below were cleaned up to its generation.
   host_order().adopt_generation(other.host_order());
   buffers_.capacity = bytes;
@@ -155,6 +158,8 @@ void ArrayCore::swap_locked(ArrayCore& other) noexcept {
   std::swap(placement_, other.placement_);
   std::swap(buffers_, other.buffers_);
   std::swap(state_, other.state_);
+  // Pending prefetch copies follow the host buffer they write.
+  arrivals_.swap(other.arrivals_);
   swap_device_copies(device0_, other.device0_);
   std::swap(more_devices_, other.more_devices_);
   std::swap(more_devices_count_, other.more_devices_count_);

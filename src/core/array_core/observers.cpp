@@ -9,7 +9,11 @@ namespace smartarray::detail {
 
 void ArrayCore::refresh_readable() noexcept {
   // An unwritten array takes the slow path: it has no host buffer, and debug builds check reads.
-  host_readable_.store(state_.host_whole() && !state_.is_unwritten(), std::memory_order_release);
+  // So does one whose discarded bytes the host holds without a buffer yet, and one with prefetch
+  // copies still writing the host buffer (the slow path waits for them).
+  host_readable_.store(state_.host_whole() && !state_.is_unwritten() && buffers_.host != nullptr &&
+                           arrivals_.empty(),
+                       std::memory_order_release);
 }
 
 void ArrayCore::refresh_state() noexcept {
@@ -24,11 +28,13 @@ void ArrayCore::refresh_state() noexcept {
   fast_limit_ = buffers_.host != nullptr && state_.size() >= host_order().host_read_end()
                     ? buffers_.capacity
                     : 0;
-  if (capture_written_) [[unlikely]] {
-    // A capture writes the array: every host access takes the slow path, which refuses it.
+  if (capture_written_ || !arrivals_.empty()) [[unlikely]] {
+    // A capture writes the array, or prefetch copies still write the host buffer: every host
+    // access takes the slow path, which refuses it or waits for them.
     host_readable_.store(false, std::memory_order_release);
     host_writable_ = false;
     read_window_.store(0, std::memory_order_relaxed);
+    element_.write_count = 0;
     fast_floor_ = state_.size();
     fast_limit_ = 0;
   }
@@ -44,7 +50,8 @@ void ArrayCore::refresh_element_windows() noexcept {
   std::uint64_t read = 0;
   element_.write_first = 0;
   element_.write_count = 0;
-  if (element_.hint < size && !state_.is_unwritten() && !host_writable_) {
+  if (element_.hint < size && !state_.is_unwritten() && !host_writable_ &&
+      buffers_.host != nullptr) {
     const unsigned shift = placement_.storage.tile_shift;
     const std::size_t tile = std::size_t{1} << shift;
     // The whole tiles of `range`; the last tile of the array counts whole when `range` reaches

@@ -70,6 +70,7 @@ namespace smartarray::detail {
 
 class StorageStrategy;
 struct StorageContext;
+struct PrefetchCopies;
 struct CapturedArray;
 struct GraphBinding;
 struct GraphToken;
@@ -226,6 +227,16 @@ class ArrayCore {
   void device_changed(StreamRef stream);
   /// Waits for copies still reading the host buffer (before the host writes through a raw view).
   void wait_host_readers();
+  /// Queues the copies of the bytes of `range` that the host lacks, each from its device on
+  /// `stream` when that is the device's stream (else on the device's last writer or default
+  /// stream), and marks the range host-valid without waiting: the first host access of bytes
+  /// whose copy is pending waits for that copy. Returns the copies (null: none is pending).
+  /// Throws std::out_of_range when `range` leaves the array and logic_error inside a capture.
+  std::shared_ptr<PrefetchCopies> prefetch_to_host(ByteRange range, StreamRef stream,
+                                                   const smartarray::source_location& where);
+  /// Makes the bytes `range` unspecified: every place holds them, so that no copy moves them
+  /// until something writes them. Throws as prefetch_to_host().
+  void discard(ByteRange range, const smartarray::source_location& where);
 
   /// Makes the host capacity at least `bytes` (reallocates, keeping only valid data).
   void reserve(std::size_t bytes);
@@ -434,6 +445,12 @@ class ArrayCore {
   void touch() noexcept;
   std::byte* append_locked(std::size_t new_size);
   void truncate_locked(std::size_t new_size) noexcept;
+  /// The host waits for the pending prefetch copies into the host bytes `range` and forgets them
+  /// (a wait is counted when one was still running).
+  void settle_arrivals(ByteRange range);
+  /// settle_arrivals() of every pending copy, before the host buffer changes or is freed; a copy
+  /// that failed is reported by the next call of the backend.
+  void settle_arrivals_quietly() noexcept;
   /// The host acquire of `range` (see acquire_range()).
   std::byte* acquire_host_range(Access access, ByteRange range, std::optional<StreamRef> stream,
                                 const smartarray::source_location& where);
@@ -526,6 +543,14 @@ class ArrayCore {
     std::uint32_t device_write_line = 0;
   };
   Observers observers_{};
+  /// The prefetch copies still writing host bytes (see prefetch_to_host()); settled under the lock
+  /// by whatever touches those bytes on the host, const accesses included. While any is pending,
+  /// every host access takes the slow path.
+  struct HostArrival {
+    ByteRange range;
+    std::shared_ptr<PrefetchCopies> copies;
+  };
+  std::vector<HostArrival> arrivals_;
   /// Graphs that bind this object (see graph_token()), and whether the capture running on this
   /// thread writes it (host access then throws; the fast paths are off).
   std::shared_ptr<GraphToken> graph_token_;
