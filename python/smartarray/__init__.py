@@ -28,9 +28,11 @@ __all__ = [
     "Device", "gpus", "select_device", "get_current_device", "device_count",
     "device_transfer_stats", "torch_allocator", "cupy_allocator", "cupy_pinned_allocator",
     "device_memory_stats", "pinned_memory_stats", "device_budget", "set_device_budget",
+    "Prefetch",
 ]  # and NumbaMemoryManager, left out here: it imports Numba (see __getattr__)
 __version__ = "0.1.0"
 
+Prefetch = _ext.Prefetch
 synchronize_device = _ext.synchronize_device
 trace_enabled = _ext.trace_enabled
 

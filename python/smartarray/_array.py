@@ -284,6 +284,26 @@ class SmartArray(_ext._Core):
         np.copyto(self.host_view("discard"), values)
         self._device_ptr(READ, handle)
 
+    # --- prefetch and discard -----------------------------------------------------------------
+
+    def prefetch_to_host(self, stream=0):
+        """Starts copying the elements that the host lacks to the host on `stream`, and returns
+        at once with a Prefetch token (.wait(), .ready()). The copies are those a host read would
+        make, counted alike; the first host access waits for exactly these copies and copies
+        nothing more. An array that the host holds copies nothing, and its token is ready."""
+        return self._prefetch_to_host(stream_handle(stream))
+
+    def prefetch_to_device(self, stream=0):
+        """Uploads the elements that `stream`'s device lacks now, on `stream`, as a device read
+        would: a kernel on `stream` then copies nothing. The host does not wait."""
+        self._prefetch_to_device(stream_handle(stream))
+
+    def discard(self):
+        """Gives up the elements' values: unspecified on every side, and never copied (not by a
+        host or device read, not by eviction) until something writes them. Mapped and managed
+        arrays have one buffer: nothing changes for them."""
+        self._discard()
+
     # --- counters ------------------------------------------------------------------------------
 
     def transfer_stats(self):

@@ -213,6 +213,15 @@ NB_MODULE(_ext, m) {
       .def("_host_changed", [](Core& c) { c.arr().host_changed(); })
       .def("_device_changed",
            [](Core& c, std::uintptr_t stream) { c.arr().gpu_changed(stream_of(stream)); })
+      .def("_prefetch_to_host",
+           [](const Core& c, std::uintptr_t stream) {
+             return c.arr().prefetch_to_host(stream_of(stream));
+           })
+      .def("_prefetch_to_device",
+           [](const Core& c, std::uintptr_t stream) {
+             c.arr().prefetch_to_device(stream_of(stream));
+           })
+      .def("_discard", [](Core& c) { c.arr().discard(); })
       .def("_copy_to",
            [](const Core& c, std::uintptr_t dest, std::size_t nbytes, std::uintptr_t stream) {
              c.arr().copy_to(std::span<std::byte>(reinterpret_cast<std::byte*>(dest), nbytes),
@@ -229,6 +238,12 @@ NB_MODULE(_ext, m) {
       .def("_memory_mode", [](const Core& c) { return std::string(sa::to_string(c.arr().memory_mode())); })
       .def("_dlpack", &make_capsule, nb::arg("versioned"), nb::arg("on_host"), nb::arg("access"),
            nb::arg("stream"), nb::arg("device_id"), nb::arg("consumer_stream") = 0);
+
+  nb::class_<sa::Prefetch>(m, "Prefetch",
+                          "The token of SmartArray.prefetch_to_host(): its copies to the host.")
+      .def("wait", &sa::Prefetch::wait, nb::call_guard<nb::gil_scoped_release>(),
+           "Blocks until the prefetch's copies are done (at once when nothing was queued).")
+      .def("ready", &sa::Prefetch::ready, "True when the prefetch's copies are done; never blocks.");
 
   nb::class_<HostBuffer, Core>(m, "_HostBuffer", nb::type_slots(core_slots))
       .def(nb::init<>())
