@@ -9,6 +9,16 @@
 //   Counters: each contender's median time (us), ratio = smartarray_both / smartarray_one
 //   (target: at most 1.10: the second half runs beside the first), hand_ratio the same for the
 //   hand-written launches (what the GPU allows), and both_vs_hand = smartarray_both / hand_both.
+// - BM_PrefetchThenRead: a kernel writes an array of n floats (64 MiB at 2^24), its copy to the
+//   host starts, the host works for 1 ms, then reads (sums) the whole array. Contenders, alternated
+//   in every iteration, each timed from the end of the 1 ms to the end of the read:
+//     smartarray  a.prefetch_to_host(stream), then a range-for over std::as_const(a) (it waits for
+//                 the prefetch's copy, then reads host-valid data);
+//     hand        cudaMemcpyAsync into pinned memory and an event, then cudaEventSynchronize and
+//                 the same loop: a read of host-valid data plus the wait for the copy's remainder.
+//   Counters: smartarray_us, hand_us (medians), ratio = smartarray / hand (target: at most 1.10),
+//   prefetch_call_us (the host time of the prefetch_to_host call). Each call is checked: one D2H
+//   of the whole array, and both sums equal.
 #include "bench_main.hpp"
 #include "bench_support.cuh"
 
@@ -18,8 +28,11 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 namespace sa = smartarray;
@@ -147,6 +160,108 @@ void BM_DisjointHalves(benchmark::State& state) {
   state.counters["both_vs_hand"] = both / hand_both;
 }
 
+/// v[i] = seed + (i % 1024): fresh values in every call, the same on both sides.
+__global__ void write_kernel(sa::DeviceView<float> v, float seed) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < v.size()) v[i] = seed + static_cast<float>(i % 1024);
+}
+__global__ void write_raw(float* v, std::size_t n, float seed) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) v[i] = seed + static_cast<float>(i % 1024);
+}
+
+/// The host's other work: 1 ms of spinning.
+void work_for_1ms() {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+template <typename Range>
+double sum_of(const Range& values) {
+  double sum = 0;
+  for (const float x : values) sum += x;
+  return sum;
+}
+
+void BM_PrefetchThenRead(benchmark::State& state) {
+  if (!need_cuda(state)) return;
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const std::size_t bytes = n * sizeof(float);
+  constexpr unsigned block = 256;
+  const auto grid = static_cast<unsigned>((n + block - 1) / block);
+  sa::Stream s;
+  const auto stream = static_cast<cudaStream_t>(static_cast<sa::StreamRef>(s).handle());
+  sa::SmartArray<float> a(sa::bench::random_floats(n));
+  float* device = nullptr;
+  float* pinned = nullptr;
+  cudaEvent_t copied{};
+  SMARTARRAY_CUDA_TRY(cudaMalloc(&device, bytes), "allocate the hand-written device array");
+  SMARTARRAY_CUDA_TRY(cudaMallocHost(&pinned, bytes), "allocate the hand-written host array");
+  SMARTARRAY_CUDA_TRY(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming), "create an event");
+  using Clock = std::chrono::steady_clock;
+  float seed = 1.0F;
+  // The exact sum of write_kernel's values (n is a multiple of 1024; every term is an integer).
+  const auto expected = [&] {
+    return static_cast<double>(n) * seed + static_cast<double>(n / 1024) * (1023.0 * 1024 / 2);
+  };
+  const auto smartarray_call = [&](double& prefetch_us) {
+    sa::launch(write_kernel, grid, block, s, sa::out(a), seed);
+    const std::uint64_t d2h = a.transfer_stats().d2h_count;
+    const auto call = Clock::now();
+    const sa::Prefetch prefetch = a.prefetch_to_host(s);
+    prefetch_us = sa::bench::micros_since(call);
+    work_for_1ms();
+    const auto start = Clock::now();
+    const double sum = sum_of(std::as_const(a));
+    const double us = sa::bench::micros_since(start);
+    if (a.transfer_stats().d2h_count != d2h + 1) state.SkipWithError("not one D2H per call");
+    if (sum != expected()) state.SkipWithError("smartarray's sum is wrong");
+    return us;
+  };
+  const auto hand_call = [&] {
+    write_raw<<<grid, block, 0, stream>>>(device, n, seed);
+    SMARTARRAY_CUDA_TRY(cudaMemcpyAsync(pinned, device, bytes, cudaMemcpyDeviceToHost, stream),
+                        "copy to the host");
+    SMARTARRAY_CUDA_TRY(cudaEventRecord(copied, stream), "record the copy's end");
+    work_for_1ms();
+    const auto start = Clock::now();
+    SMARTARRAY_CUDA_TRY(cudaEventSynchronize(copied), "wait for the copy");
+    const double sum = sum_of(std::span<const float>(pinned, n));
+    const double us = sa::bench::micros_since(start);
+    if (sum != expected()) state.SkipWithError("the hand-written sum is wrong");
+    return us;
+  };
+  std::vector<double> smartarray_us;
+  std::vector<double> hand_us;
+  std::vector<double> prefetch_call_us;
+  double prefetch_us = 0;
+  smartarray_call(prefetch_us);  // warm up both
+  hand_call();
+  bool smartarray_first = true;
+  for (auto _ : state) {
+    if (smartarray_first) {
+      smartarray_us.push_back(smartarray_call(prefetch_us));
+      hand_us.push_back(hand_call());
+    } else {
+      const double hand = hand_call();
+      smartarray_us.push_back(smartarray_call(prefetch_us));
+      hand_us.push_back(hand);
+    }
+    prefetch_call_us.push_back(prefetch_us);
+    smartarray_first = !smartarray_first;
+    seed += 1.0F;
+    state.SetIterationTime((smartarray_us.back() + hand_us.back()) / 1e6);
+  }
+  SMARTARRAY_CUDA_TRY(cudaEventDestroy(copied), "destroy the event");
+  SMARTARRAY_CUDA_TRY(cudaFreeHost(pinned), "free the hand-written host array");
+  SMARTARRAY_CUDA_TRY(cudaFree(device), "free the hand-written device array");
+  state.counters["smartarray_us"] = median(smartarray_us);
+  state.counters["hand_us"] = median(hand_us);
+  state.counters["ratio"] = median(smartarray_us) / median(hand_us);
+  state.counters["prefetch_call_us"] = median(prefetch_call_us);
+}
+
 void register_benchmarks(bool quick) {
   auto* b = benchmark::RegisterBenchmark("BM_DisjointHalves", BM_DisjointHalves)
                 ->UseManualTime()
@@ -156,6 +271,10 @@ void register_benchmarks(bool quick) {
   } else {
     b->Args({1 << 24, 256});
   }
+  auto* prefetch = benchmark::RegisterBenchmark("BM_PrefetchThenRead", BM_PrefetchThenRead)
+                       ->UseManualTime()
+                       ->Unit(benchmark::kMicrosecond);
+  prefetch->Arg(quick ? 1 << 16 : 1 << 24);
 }
 
 }  // namespace
