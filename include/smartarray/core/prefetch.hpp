@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 
 namespace smartarray {
 namespace detail {
