@@ -287,9 +287,12 @@ void note_library_stream(StreamRef stream, bool alive) {
 }
 }  // namespace
 
-StreamRef Runtime::create_stream(int device) {
+StreamRef Runtime::create_stream(int device, StreamPriority priority) {
   check_device(device, "create a stream");
-  const StreamRef stream = do_create_stream(device);
+  SMARTARRAY_EXPECTS(priority == StreamPriority::normal || priority == StreamPriority::high,
+                     logic_error, "create a stream on device ", device, ": StreamPriority ",
+                     static_cast<int>(priority), " is not a priority (normal or high)");
+  const StreamRef stream = do_create_stream(device, priority);
   note_library_stream(stream, true);
   if (device_count() > 1) {
     StreamDevices& known = stream_devices();
@@ -307,6 +310,12 @@ void Runtime::destroy_stream(StreamRef stream) noexcept {
   } catch (const std::exception& error) {  // no memory for the note: the stream goes unchecked
     std::cerr << "smartarray: destroy_stream: " << error.what() << "\n";
   }
+}
+
+StreamPriority Runtime::stream_priority(StreamRef stream) {
+  check_stream(stream);
+  if (stream.is_default() || stream.default_of_device() >= 0) return StreamPriority::normal;
+  return do_stream_priority(stream);
 }
 
 int Runtime::stream_device_of_several(StreamRef stream) {
@@ -528,12 +537,26 @@ DeviceGuard::~DeviceGuard() {
   }
 }
 
+const char* to_string(StreamPriority priority) noexcept {
+  switch (priority) {
+    case StreamPriority::normal: return "normal";
+    case StreamPriority::high: return "high";
+  }
+  return "unknown";
+}
+StreamPriority stream_priority(StreamRef stream) {
+  return detail::runtime().stream_priority(stream);
+}
+
 StreamRef default_stream(Device device) { return detail::runtime().default_stream(device.ordinal); }
 Device stream_device(StreamRef stream) { return Device{detail::runtime().stream_device(stream)}; }
 
 Stream::Stream() : ref_(detail::runtime().create_stream()) {}
 Stream::Stream(Device device) : ref_(detail::runtime().create_stream(device.ordinal)) {}
+Stream::Stream(Device device, StreamPriority priority)
+    : ref_(detail::runtime().create_stream(device.ordinal, priority)) {}
 Device Stream::device() const { return stream_device(ref_); }
+StreamPriority Stream::priority() const { return stream_priority(ref_); }
 namespace detail {
 void release_stream(StreamRef stream) noexcept {
   if (stream.is_default() || keep_stream_until_capture_ends(stream)) return;

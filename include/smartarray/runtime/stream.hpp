@@ -6,7 +6,7 @@
  * host backend it names an emulated in-order queue. A default-constructed `StreamRef` is the
  * default stream of the calling thread's current device; `default_stream(Device{1})` names device
  * 1's default stream whatever device is current. Every stream lives on one device
- * (runtime/device.hpp), and work queued on it runs there.
+ * (runtime/device.hpp), and work queued on it runs there, at the stream's priority.
  */
 #pragma once
 
@@ -29,6 +29,26 @@ namespace detail {
 /// or a pool names the default stream of its own device, not of whatever device is current later.
 inline constexpr std::uintptr_t device_default_stream_base = 0x100;
 }  // namespace detail
+
+/**
+ * @brief The scheduling priority of a stream.
+ *
+ * On the cuda backend these are the ends of the device's range
+ * (`cudaDeviceGetStreamPriorityRange`): `normal` is its least priority, the one of every stream
+ * made without one and of the default streams; `high` is its greatest. The GPU's block scheduler
+ * starts the pending blocks of a high-priority stream before those of normal ones as SMs free up:
+ * a running block is never preempted, and nothing else changes (order within a stream, waits,
+ * copies). Give it to short work on the critical path, such as a halo exchange beside a long
+ * interior kernel. On a device without stream priorities both ends are the same, and `high`
+ * streams run as normal ones. The host backend keeps and reports the priority but schedules
+ * nothing by it (each stream has its own worker thread).
+ */
+enum class StreamPriority {
+  normal,  ///< the device's least priority, that of every stream by default
+  high,    ///< the device's greatest priority
+};
+/// @brief "normal" or "high" ("unknown" for a value that is neither).
+[[nodiscard]] const char* to_string(StreamPriority priority) noexcept;
 
 /**
  * @brief A non-owning, trivially copyable handle to a stream of the active backend.
@@ -85,6 +105,11 @@ class Stream {
   /// @throws logic_error when the ordinal is not a device of the active backend.
   /// @throws cuda_error when the backend cannot create one.
   explicit Stream(Device device);
+  /// @brief Creates a new stream of `priority` on `device`; work queued on it runs there.
+  /// @throws logic_error when the ordinal is not a device of the active backend, or `priority` is
+  ///         neither `normal` nor `high`.
+  /// @throws cuda_error when the backend cannot create one.
+  Stream(Device device, StreamPriority priority);
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -97,6 +122,9 @@ class Stream {
   [[nodiscard]] StreamRef ref() const noexcept { return ref_; }
   /// @brief The device the stream lives on.
   [[nodiscard]] Device device() const;
+  /// @brief The stream's priority, as the backend reports it (`normal` for a moved-from stream,
+  ///        which is the default stream).
+  [[nodiscard]] StreamPriority priority() const;
   /// @brief Converts to the non-owning handle.
   operator StreamRef() const noexcept { return ref_; }  // NOLINT
   /// @brief Blocks the host until all work queued on this stream is done.
@@ -125,6 +153,14 @@ void synchronize_device();
  * @throws logic_error for a handle that is not a live stream (host backend).
  */
 [[nodiscard]] Device stream_device(StreamRef stream);
+
+/**
+ * @brief The priority of `stream`: `normal` for a default stream. On the cuda backend a stream
+ *        made elsewhere is `high` when its CUDA priority is greater than the device's least.
+ * @throws logic_error for a handle that is not a live stream (host backend).
+ * @throws cuda_error when the backend cannot tell.
+ */
+[[nodiscard]] StreamPriority stream_priority(StreamRef stream);
 
 /**
  * @brief Makes smartarray forget a stream that you created yourself, before you destroy it.

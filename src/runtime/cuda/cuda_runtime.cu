@@ -105,6 +105,19 @@ int to_cuda(Location where, int device) noexcept {
 }
 #endif
 
+/// The stream priorities of a device: lower numbers are greater priorities.
+struct PriorityRange {
+  int least = 0;
+  int greatest = 0;
+};
+/// The range of `device`, which must be current.
+PriorityRange priority_range(int device) {
+  PriorityRange range;
+  SMARTARRAY_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&range.least, &range.greatest),
+                      "query the stream priorities of device ", device);
+  return range;
+}
+
 class CudaRuntime final : public Runtime {
  public:
   explicit CudaRuntime(int device) {
@@ -190,12 +203,25 @@ class CudaRuntime final : public Runtime {
   }
   void destroy_graph(GraphHandle graph) noexcept override { cuda_graphs::destroy(graph); }
 
-  StreamRef do_create_stream(int device) override {
+  StreamRef do_create_stream(int device, StreamPriority priority) override {
     const DeviceScope scope(device);
+    const PriorityRange range = priority_range(device);
     cudaStream_t stream = nullptr;
-    SMARTARRAY_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-                        "create a stream on device ", device);
+    SMARTARRAY_CUDA_TRY(
+        cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking,
+                                     priority == StreamPriority::high ? range.greatest
+                                                                      : range.least),
+        "create a stream of ", to_string(priority), " priority on device ", device);
     return StreamRef{static_cast<void*>(stream)};
+  }
+  StreamPriority do_stream_priority(StreamRef stream) override {
+    int value = 0;
+    SMARTARRAY_CUDA_TRY(cudaStreamGetPriority(static_cast<cudaStream_t>(stream.handle()), &value),
+                        "query the priority of stream ", stream.handle());
+    // Lower numbers are greater priorities.
+    const int device = stream_device(stream);
+    const DeviceScope scope(device);
+    return value < priority_range(device).least ? StreamPriority::high : StreamPriority::normal;
   }
   // A foreign cudaStream_t cannot be checked: querying a destroyed one is undefined behaviour.
   void do_check_stream(StreamRef /*stream*/) override {}

@@ -72,7 +72,8 @@ class HostRuntime final : public Runtime {
   [[nodiscard]] void* mapped_device_pointer(void* host_ptr) override;
 
   void launch_host_func(StreamRef stream, std::function<void()> fn) override;
-  [[nodiscard]] StreamRef do_create_stream(int device) override;
+  [[nodiscard]] StreamRef do_create_stream(int device, StreamPriority priority) override;
+  [[nodiscard]] StreamPriority do_stream_priority(StreamRef stream) override;
   void do_check_stream(StreamRef stream) override;
   void do_destroy_stream(StreamRef stream) noexcept override;
   [[nodiscard]] bool query(StreamRef stream) override;
@@ -127,7 +128,8 @@ class HostRuntime final : public Runtime {
   static void refuse_captured(const Marker& marker, const char* what);
   /// Ends `capture` on each of its streams.
   void release_capture(HostCapture& capture) noexcept;
-  std::shared_ptr<HostStream> make_stream(bool is_default, int device);
+  std::shared_ptr<HostStream> make_stream(bool is_default, int device,
+                                          StreamPriority priority = StreamPriority::normal);
   /// The queue behind `stream`, creating a device's default stream on first use.
   /// @throws logic_error for a handle that is not a live stream of this runtime.
   std::shared_ptr<HostStream> stream_for(StreamRef stream);

@@ -11,6 +11,7 @@
 #include "runtime/host/host_capture.hpp"
 
 #include <smartarray/error.hpp>
+#include <smartarray/runtime/stream.hpp>
 
 #include <chrono>
 #include <condition_variable>
@@ -45,13 +46,16 @@ class HostStream {
    * @param device the emulated device the stream lives on.
    * @param name_device whether the name says the device (when there are several).
    * @param latency the delay before each task.
+   * @param priority the priority it reports (the worker runs at the thread's usual priority).
    */
-  HostStream(bool is_default, int device, bool name_device, std::chrono::microseconds latency)
+  HostStream(bool is_default, int device, bool name_device, std::chrono::microseconds latency,
+             StreamPriority priority = StreamPriority::normal)
       : name_(concat(is_default ? std::string("default stream")
                                 : concat("stream ", static_cast<const void*>(this)),
                      name_device ? concat(" of device ", device) : std::string())),
         device_(device),
-        latency_(latency) {
+        latency_(latency),
+        priority_(priority) {
     worker_ = std::thread([this] { run(); });
   }
   ~HostStream() { stop_and_join(); }
@@ -63,6 +67,8 @@ class HostStream {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   /// The emulated device the stream lives on.
   [[nodiscard]] int device() const noexcept { return device_; }
+  /// The priority it was made with.
+  [[nodiscard]] StreamPriority priority() const noexcept { return priority_; }
 
   /// The stream whose worker is the calling thread, or nullptr on any other thread.
   [[nodiscard]] static const HostStream* current() noexcept { return current_; }
@@ -182,6 +188,7 @@ class HostStream {
   const std::string name_;
   const int device_;
   const std::chrono::microseconds latency_;
+  const StreamPriority priority_;
   std::mutex mutex_;
   std::condition_variable work_ready_;  // the worker waits here for tasks
   std::condition_variable progress_;    // the host and other workers wait here for tickets

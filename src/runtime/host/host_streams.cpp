@@ -25,8 +25,8 @@ void HostRuntime::launch_host_func(StreamRef stream, std::function<void()> fn) {
   queue->enqueue(std::move(fn));
 }
 
-StreamRef HostRuntime::do_create_stream(int device) {
-  std::shared_ptr<HostStream> stream = make_stream(false, device);
+StreamRef HostRuntime::do_create_stream(int device, StreamPriority priority) {
+  std::shared_ptr<HostStream> stream = make_stream(false, device, priority);
   std::lock_guard lock(streams_mutex_);
   streams_.emplace(stream.get(), stream);
   return StreamRef{stream.get()};
@@ -66,6 +66,10 @@ bool HostRuntime::query(StreamRef stream) {
 }
 
 int HostRuntime::do_stream_device(StreamRef stream) { return stream_for(stream)->device(); }
+
+StreamPriority HostRuntime::do_stream_priority(StreamRef stream) {
+  return stream_for(stream)->priority();
+}
 
 EventHandle HostRuntime::create_event() {
   auto event = std::make_unique<HostEvent>();
@@ -154,9 +158,10 @@ void HostRuntime::do_synchronize(EventHandle event) {
   report_error(*marker.stream);
 }
 
-std::shared_ptr<HostStream> HostRuntime::make_stream(bool is_default, int device) {
+std::shared_ptr<HostStream> HostRuntime::make_stream(bool is_default, int device,
+                                                     StreamPriority priority) {
   try {
-    return std::make_shared<HostStream>(is_default, device, devices_ > 1, latency_);
+    return std::make_shared<HostStream>(is_default, device, devices_ > 1, latency_, priority);
   } catch (const std::system_error& error) {
     throw cuda_error(concat("create a stream: cannot start its worker thread: ", error.what()),
                      -1);

@@ -126,11 +126,16 @@ class Runtime {
   virtual void launch_host_func(StreamRef stream, std::function<void()> fn) = 0;
 
   // --- streams ---
-  /// A new stream on `device`.
-  [[nodiscard]] StreamRef create_stream(int device);
+  /// A new stream of `priority` on `device`.
+  /// @throws logic_error for an ordinal that is not a device, or a priority that is neither
+  ///         `normal` nor `high`.
+  [[nodiscard]] StreamRef create_stream(int device,
+                                        StreamPriority priority = StreamPriority::normal);
   /// A new stream on the current device.
   [[nodiscard]] StreamRef create_stream() { return create_stream(current_device()); }
   void destroy_stream(StreamRef stream) noexcept;
+  /// The priority of `stream` (`normal` for a default stream), after check_stream().
+  [[nodiscard]] StreamPriority stream_priority(StreamRef stream);
   /// Checks that `stream` can take work, before an operation changes any state for it: a device's
   /// default stream names an existing device; a stream that the library made was not destroyed
   /// since; and on the host backend, any other handle is a live stream. (A foreign `cudaStream_t`
@@ -203,7 +208,9 @@ class Runtime {
                              StreamRef stream) = 0;
   virtual void do_copy_peer_async(void* dst, int dst_device, const void* src, int src_device,
                                   std::size_t bytes, StreamRef stream) = 0;
-  virtual StreamRef do_create_stream(int device) = 0;
+  virtual StreamRef do_create_stream(int device, StreamPriority priority) = 0;
+  /// The priority of a stream that is not a default stream.
+  virtual StreamPriority do_stream_priority(StreamRef stream) = 0;
   virtual void do_destroy_stream(StreamRef stream) noexcept = 0;
   /// Throws logic_error when the backend knows `stream` (not a default stream) is not live.
   virtual void do_check_stream(StreamRef stream) = 0;
