@@ -1,119 +1,64 @@
-// The distributed layer against hand-written MPI + NCCL code, one rank per GPU, under mpirun:
-//   mpirun -np 4 bench_distributed [--nx N] [--ny N] [--steps N] [--reps N] [google benchmark flags]
+// The distributed layer against hand-written MPI + NCCL code, under mpirun:
+//   mpirun -np 4 bench_distributed [--nx N] [--ny N] [--steps N] [--reps N]
+//                                  [--transport nccl|mpi_host] [google benchmark flags]
+// The transport: NCCL where every rank has a GPU of its own, else (more ranks than GPUs: NCCL runs
+// one rank per GPU) MPI from host memory; --transport picks one.
 // - jacobi: a 2-D Jacobi solver on an nx x ny grid decomposed by rows, with a halo exchange and
 //   the residual's all-reduce (read by the host) every step, as in NVIDIA's multi-GPU programming
-//   models (nccl_overlap). The hand-written one computes its boundary rows and exchanges them on
-//   one stream while the interior computes on another; the smartarray one runs on one stream (two
-//   writers of one array on two streams are ordered one after the other). Both run the same
-//   kernel. Two more contenders tell the costs apart: the hand-written one on one stream, and the
-//   smartarray one without the size check. items_per_second is lattice updates per second.
-// - all_reduce: dist::all_reduce of a device-valid array against a bare ncclAllReduce, at 4 MiB,
-//   64 MiB and 1 GiB; bus_GBps is NCCL's bus bandwidth, 2 (n - 1) / n bytes per second.
-// - halo: dist::exchange_halos of one row against grouped ncclSend/ncclRecv of the same rows, with
-//   the communicator's size check (the default) and without it.
+//   models. Four contenders run the same kernel (jacobi_hand.cuh, jacobi_smart.cuh): hand-written
+//   with overlap (nccl_overlap; over MPI, mpi_overlap with host copies), hand-written on one stream,
+//   smartarray with overlap (the boundary rows first, the exchange on a high-priority stream, the
+//   interior meanwhile), smartarray on one stream. Rank 0 prints each one's median time per step,
+//   smartarray's time with overlap against the hand-written one's, and each one's gain from
+//   overlap (its one-stream time over its overlap time, less 1) with their ratio. The default grid
+//   is 16384 x 16384 over NCCL; over MPI it is 65536 x 1024, wide rows and few of them per rank,
+//   so that the halo's trip through host memory is a noticeable share of a step.
+// - all_reduce (NCCL, 2 ranks or more): dist::all_reduce of a device-valid array against a bare
+//   ncclAllReduce, at 4 MiB, 64 MiB and 1 GiB; bus_GBps is NCCL's bus bandwidth,
+//   2 (n - 1) / n bytes per second.
+// - halo (NCCL, 2 ranks or more): dist::exchange_halos of one row against grouped
+//   ncclSend/ncclRecv of the same rows, with the communicator's size check (the default) and
+//   without it.
 // - agreement: the agreement that opens every collective call with the size check on (one
 //   MPI_Allreduce of the checks' outcome and the terms that must match) against the size
 //   handshake it replaced (an MPI_Allgather of one size), per call; it runs over any transport.
 // Every contender runs the same fixed iterations on every rank, so that the ranks stay in step;
-// repetitions alternate the contenders (ABAB), and rank 0 prints each pair's median ratio at the
-// end. Only rank 0 reports.
+// repetitions alternate the contenders (ABAB), and rank 0 prints the medians at the end. Only
+// rank 0 reports.
 #include "bench_main.hpp"
+#include "distributed_report.cuh"
+#include "distributed_support.cuh"
+#include "jacobi_hand.cuh"
+#include "jacobi_smart.cuh"
 
 #include <smartarray/distributed.hpp>
 #include <smartarray/smartarray.hpp>
 
 #include <benchmark/benchmark.h>
-#include <cub/block/block_reduce.cuh>
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace sa = smartarray;
-namespace dist = smartarray::dist;
-
 namespace {
 
-void check(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "%s failed: %s\n", call, cudaGetErrorString(status));
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-}
-void check(ncclResult_t status, const char* call) {
-  if (status != ncclSuccess) {
-    std::fprintf(stderr, "%s failed: %s\n", call, ncclGetErrorString(status));
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-}
-void check(int status, const char* call) {
-  if (status != MPI_SUCCESS) {
-    std::fprintf(stderr, "%s failed: MPI error %d\n", call, status);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-}
-#define CHECK(call) check((call), #call)
-
 struct Options {
-  std::size_t nx = 16384;
-  std::size_t ny = 16384;
-  int steps = 100;  // Jacobi steps per benchmark iteration
-  int reps = 5;     // repetitions of each contender, alternated
+  std::size_t nx = 0;  // 0: the transport's default
+  std::size_t ny = 0;
+  int steps = 0;  // Jacobi steps per benchmark iteration; 0: the transport's default
+  int reps = 5;   // repetitions of each contender, alternated
+  std::optional<dist::Transport> transport;
 };
 Options options;
 int rank = 0;
 int ranks = 1;
-
-constexpr int block_x = 32;
-constexpr int block_y = 8;
-
-/// One Jacobi sweep of rows [first, end) of a block of nx columns, adding the squared change of
-/// every point to *norm.
-__global__ void jacobi_kernel(const float* a, float* a_new, float* norm, int nx, int first,
-                              int end) {
-  using Reduce = cub::BlockReduce<float, block_x, cub::BLOCK_REDUCE_WARP_REDUCTIONS, block_y>;
-  __shared__ typename Reduce::TempStorage scratch;
-  const int row = first + static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
-  const int col = 1 + static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  float change = 0.0F;
-  if (row < end && col < nx - 1) {
-    const std::size_t i = static_cast<std::size_t>(row) * nx + col;
-    const float value = 0.25F * (a[i - 1] + a[i + 1] + a[i - nx] + a[i + nx]);
-    a_new[i] = value;
-    change = (value - a[i]) * (value - a[i]);
-  }
-  const float sum = Reduce(scratch).Sum(change);
-  if (threadIdx.x == 0 && threadIdx.y == 0) atomicAdd(norm, sum);
-}
-
-dim3 grid_of(std::size_t nx, int rows) {
-  return {static_cast<unsigned>((nx - 2 + block_x - 1) / block_x),
-          static_cast<unsigned>((rows + block_y - 1) / block_y), 1};
-}
-
-/// This rank's rows of the grid, with a halo row above and below: the left and right columns hold
-/// the fixed boundary sin(2 pi y / (ny + 1)), the rest zero.
-std::vector<float> initial_block(std::size_t nx, std::size_t rows) {
-  std::vector<float> block((rows + 2) * nx, 0.0F);
-  const std::size_t row0 = static_cast<std::size_t>(rank) * rows;
-  for (std::size_t r = 0; r < rows + 2; ++r) {
-    const float y = static_cast<float>(row0 + r) / static_cast<float>(options.ny + 1);
-    block[r * nx] = block[r * nx + nx - 1] = std::sin(2.0F * 3.14159265F * y);
-  }
-  return block;
-}
-
-int up() { return rank > 0 ? rank - 1 : -1; }
-int down() { return rank < ranks - 1 ? rank + 1 : -1; }
 
 /// The NCCL communicator of the hand-written contenders: its own, made as NCCL's examples do, at
 /// their first call.
@@ -130,116 +75,15 @@ ncclComm_t hand_comm() {
 
 // --- jacobi -------------------------------------------------------------------------------------
 
-/// The smartarray solver: its arrays stay on the device; the residual is read by the host.
-struct SmartJacobi {
-  const dist::Communicator& comm;
-  std::size_t nx;
-  int rows;
-  sa::SmartArray<float> a, a_new;
-  sa::SmartArray<float> norm = sa::SmartArray<float>(1);
-  sa::Stream stream;
-
-  SmartJacobi(const dist::Communicator& c, std::size_t columns, int block_rows)
-      : comm(c), nx(columns), rows(block_rows),
-        a(initial_block(columns, static_cast<std::size_t>(block_rows))), a_new(a) {}
-
-  float step() {
-    CHECK(cudaMemsetAsync(norm.device_view(sa::Access::discard, stream).data(), 0, sizeof(float),
-                          sa::StreamRef(stream).cuda_stream()));
-    sa::launch(jacobi_kernel, grid_of(nx, rows), dim3(block_x, block_y), stream, a, a_new, norm,
-               static_cast<int>(nx), 1, rows + 1);
-    dist::exchange_halos(a_new, dist::Halo{.width = nx}, comm, stream);
-    dist::all_reduce(norm, dist::Op::sum, comm, stream);
-    std::swap(a, a_new);
-    return std::sqrt(std::as_const(norm)[0]);
-  }
-};
-
-/// The hand-written solver, in the style of NVIDIA's nccl_overlap: the boundary rows and their
-/// exchange on one stream, the interior on another, the norm on the host every step. Without
-/// `overlap`, everything runs on one stream, as the smartarray solver does.
-struct HandJacobi {
-  bool overlap;
-  std::size_t nx;
-  int rows;
-  float* a = nullptr;
-  float* a_new = nullptr;
-  float* norm = nullptr;
-  float* norm_host = nullptr;
-  cudaStream_t compute = nullptr, push = nullptr;
-  cudaEvent_t reset_done = nullptr, push_done = nullptr;
-
-  HandJacobi(bool overlapped, std::size_t columns, int block_rows)
-      : overlap(overlapped), nx(columns), rows(block_rows) {
-    const std::vector<float> start = initial_block(nx, static_cast<std::size_t>(rows));
-    const std::size_t bytes = start.size() * sizeof(float);
-    CHECK(cudaMalloc(&a, bytes));
-    CHECK(cudaMalloc(&a_new, bytes));
-    CHECK(cudaMalloc(&norm, sizeof(float)));
-    CHECK(cudaMallocHost(&norm_host, sizeof(float)));
-    CHECK(cudaMemcpy(a, start.data(), bytes, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(a_new, start.data(), bytes, cudaMemcpyHostToDevice));
-    CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
-    if (overlap) {
-      CHECK(cudaStreamCreateWithFlags(&push, cudaStreamNonBlocking));
-    } else {
-      push = compute;
-    }
-    CHECK(cudaEventCreateWithFlags(&reset_done, cudaEventDisableTiming));
-    CHECK(cudaEventCreateWithFlags(&push_done, cudaEventDisableTiming));
-  }
-  ~HandJacobi() {
-    cudaEventDestroy(reset_done);
-    cudaEventDestroy(push_done);
-    if (push != compute) cudaStreamDestroy(push);
-    cudaStreamDestroy(compute);
-    cudaFreeHost(norm_host);
-    cudaFree(norm);
-    cudaFree(a_new);
-    cudaFree(a);
-  }
-  HandJacobi(const HandJacobi&) = delete;
-  HandJacobi& operator=(const HandJacobi&) = delete;
-
-  float step() {
-    const ncclComm_t comm = hand_comm();
-    const int n = static_cast<int>(nx);
-    CHECK(cudaMemsetAsync(norm, 0, sizeof(float), compute));
-    CHECK(cudaEventRecord(reset_done, compute));
-    if (rows > 2) {
-      jacobi_kernel<<<grid_of(nx, rows - 2), dim3(block_x, block_y), 0, compute>>>(a, a_new, norm,
-                                                                                   n, 2, rows);
-    }
-    CHECK(cudaStreamWaitEvent(push, reset_done));
-    jacobi_kernel<<<grid_of(nx, 1), dim3(block_x, block_y), 0, push>>>(a, a_new, norm, n, 1, 2);
-    jacobi_kernel<<<grid_of(nx, 1), dim3(block_x, block_y), 0, push>>>(a, a_new, norm, n, rows,
-                                                                       rows + 1);
-    CHECK(cudaGetLastError());
-    CHECK(ncclGroupStart());
-    if (up() >= 0) {
-      CHECK(ncclRecv(a_new, nx, ncclFloat, up(), comm, push));
-      CHECK(ncclSend(a_new + nx, nx, ncclFloat, up(), comm, push));
-    }
-    if (down() >= 0) {
-      CHECK(ncclRecv(a_new + (rows + 1) * nx, nx, ncclFloat, down(), comm, push));
-      CHECK(ncclSend(a_new + rows * nx, nx, ncclFloat, down(), comm, push));
-    }
-    CHECK(ncclGroupEnd());
-    CHECK(cudaEventRecord(push_done, push));
-    CHECK(cudaStreamWaitEvent(compute, push_done));
-    CHECK(ncclAllReduce(norm, norm, 1, ncclFloat, ncclSum, comm, compute));
-    CHECK(cudaMemcpyAsync(norm_host, norm, sizeof(float), cudaMemcpyDeviceToHost, compute));
-    CHECK(cudaStreamSynchronize(compute));
-    std::swap(a, a_new);
-    return std::sqrt(*norm_host);
-  }
-};
-
-int block_rows() { return static_cast<int>(options.ny / static_cast<std::size_t>(ranks)); }
+/// This rank's block of the grid.
+Block jacobi_block() {
+  return {options.nx, options.ny, static_cast<int>(options.ny / static_cast<std::size_t>(ranks)),
+          rank, ranks};
+}
 
 template <typename Solver, typename... Args>
 void run_jacobi(benchmark::State& state, Args&&... args) {
-  Solver solver(std::forward<Args>(args)..., options.nx, block_rows());
+  Solver solver(std::forward<Args>(args)..., jacobi_block());
   float residual = solver.step();  // warm: connections, the pools
   for (auto _ : state) {
     for (int s = 0; s < options.steps; ++s) residual = solver.step();
@@ -247,7 +91,7 @@ void run_jacobi(benchmark::State& state, Args&&... args) {
   state.SetItemsProcessed(state.iterations() * options.steps *
                           static_cast<std::int64_t>(options.nx * options.ny));
   state.counters["residual"] = residual;
-  state.counters["gpus"] = ranks;
+  state.counters["ranks"] = ranks;
 }
 
 // --- all_reduce and halo ------------------------------------------------------------------------
@@ -297,9 +141,15 @@ void hand_all_reduce(benchmark::State& state, std::size_t bytes) {
 
 constexpr int halo_exchanges = 100;  // exchanges per benchmark iteration
 
+/// A block of 8 rows of nx columns on each rank.
+Block halo_block() {
+  constexpr int rows = 8;
+  return {options.nx, static_cast<std::size_t>(rows * ranks), rows, rank, ranks};
+}
+
 void smart_halo(benchmark::State& state, const dist::Communicator& comm) {
   const std::size_t nx = options.nx;
-  sa::SmartArray<float> a(initial_block(nx, 8));
+  sa::SmartArray<float> a(initial_block(halo_block()));
   sa::Stream stream;
   (void)a.device_view(sa::Access::read_write, stream);
   stream.synchronize();
@@ -316,24 +166,27 @@ void smart_halo(benchmark::State& state, const dist::Communicator& comm) {
 }
 
 void hand_halo(benchmark::State& state) {
-  const std::size_t nx = options.nx;
-  const int rows = 8;
+  const Block block = halo_block();
+  const std::size_t nx = block.nx;
+  const int rows = block.rows;
+  const int up = block.up();
+  const int down = block.down();
   float* a = nullptr;
   cudaStream_t stream = nullptr;
-  CHECK(cudaMalloc(&a, (rows + 2) * nx * sizeof(float)));
+  CHECK(cudaMalloc(&a, block.size() * sizeof(float)));
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const std::vector<float> start = initial_block(nx, rows);
+  const std::vector<float> start = initial_block(block);
   CHECK(cudaMemcpy(a, start.data(), start.size() * sizeof(float), cudaMemcpyHostToDevice));
   for (auto _ : state) {
     for (int i = 0; i < halo_exchanges; ++i) {
       CHECK(ncclGroupStart());
-      if (up() >= 0) {
-        CHECK(ncclRecv(a, nx, ncclFloat, up(), hand_comm(), stream));
-        CHECK(ncclSend(a + nx, nx, ncclFloat, up(), hand_comm(), stream));
+      if (up >= 0) {
+        CHECK(ncclRecv(a, nx, ncclFloat, up, hand_comm(), stream));
+        CHECK(ncclSend(a + nx, nx, ncclFloat, up, hand_comm(), stream));
       }
-      if (down() >= 0) {
-        CHECK(ncclRecv(a + (rows + 1) * nx, nx, ncclFloat, down(), hand_comm(), stream));
-        CHECK(ncclSend(a + rows * nx, nx, ncclFloat, down(), hand_comm(), stream));
+      if (down >= 0) {
+        CHECK(ncclRecv(a + (rows + 1) * nx, nx, ncclFloat, down, hand_comm(), stream));
+        CHECK(ncclSend(a + rows * nx, nx, ncclFloat, down, hand_comm(), stream));
       }
       CHECK(ncclGroupEnd());
     }
@@ -394,9 +247,41 @@ void register_agreement(const dist::Communicator& comm) {
 
 // --- registration, reporting and main -----------------------------------------------------------
 
-/// Registers each pair's contenders alternately, `options.reps` times each, with fixed
+/// The Jacobi contenders, alternated, `options.reps` times each: named
+/// jacobi/<contender>/ranks:<ranks>/<transport>.
+void register_jacobi(const dist::Communicator& comm) {
+  const std::string config = "/ranks:" + std::to_string(ranks) + "/" +
+                             dist::to_string(comm.transport());
+  const bool nccl = comm.transport() == dist::Transport::nccl;
+  const auto add = [&config](const char* contender, auto fn) {
+    benchmark::RegisterBenchmark(("jacobi/" + std::string(contender) + config).c_str(), fn)
+        ->Iterations(1)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  };
+  const auto hand = [nccl](bool overlap) {
+    return [nccl, overlap](benchmark::State& s) {
+      if (nccl) {
+        run_jacobi<HandNcclJacobi>(s, overlap, hand_comm());
+      } else {
+        run_jacobi<HandMpiJacobi>(s, overlap);
+      }
+    };
+  };
+  const auto smart = [&comm](bool overlap) {
+    return [&comm, overlap](benchmark::State& s) { run_jacobi<SmartJacobi>(s, overlap, comm); };
+  };
+  for (int rep = 0; rep < options.reps; ++rep) {
+    add("hand_overlap", hand(true));
+    add("hand_one_stream", hand(false));
+    add("smartarray_overlap", smart(true));
+    add("smartarray_one_stream", smart(false));
+  }
+}
+
+/// The NCCL pairs (2 ranks or more), alternated, `options.reps` times each, with fixed
 /// iterations: every rank runs the same calls in the same order.
-void register_benchmarks(const dist::Communicator& comm, const dist::Communicator& unchecked) {
+void register_nccl_pairs(const dist::Communicator& comm, const dist::Communicator& unchecked) {
   const auto add = [](const std::string& name, auto fn, int iterations) {
     benchmark::RegisterBenchmark(name.c_str(), fn)
         ->Iterations(iterations)
@@ -404,18 +289,6 @@ void register_benchmarks(const dist::Communicator& comm, const dist::Communicato
         ->Unit(benchmark::kMillisecond);
   };
   const std::string gpus = "/gpus:" + std::to_string(ranks);
-  for (int rep = 0; rep < options.reps; ++rep) {
-    add("jacobi/smartarray" + gpus, [&comm](benchmark::State& s) {
-      run_jacobi<SmartJacobi>(s, comm);
-    }, 1);
-    add("jacobi/nccl" + gpus, [](benchmark::State& s) { run_jacobi<HandJacobi>(s, true); }, 1);
-    add("jacobi/nccl_one_stream" + gpus,
-        [](benchmark::State& s) { run_jacobi<HandJacobi>(s, false); }, 1);
-    add("jacobi/smartarray_unchecked" + gpus, [&unchecked](benchmark::State& s) {
-      run_jacobi<SmartJacobi>(s, unchecked);
-    }, 1);
-  }
-  if (ranks < 2) return;
   for (const std::size_t mib : {4, 64, 1024}) {
     const std::size_t bytes = mib << 20;
     const int iterations = mib >= 1024 ? 5 : 10;
@@ -436,91 +309,94 @@ void register_benchmarks(const dist::Communicator& comm, const dist::Communicato
   }
 }
 
-/// The console reporter of rank 0, which also keeps every run's seconds per iteration and its
-/// bus bandwidth, for the ratios printed at the end.
-class Collector : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      if (run.run_type != Run::RT_Iteration || sa::bench::skipped(run)) continue;
-      seconds_[run.benchmark_name()].push_back(run.real_accumulated_time /
-                                               static_cast<double>(run.iterations));
-      const auto bus = run.counters.find("bus_GBps");
-      if (bus != run.counters.end()) bus_[run.benchmark_name()].push_back(bus->second.value);
-      const auto rate = run.counters.find("items_per_second");
-      if (rate != run.counters.end()) rate_[run.benchmark_name()].push_back(rate->second.value);
-      const auto residual = run.counters.find("residual");
-      if (residual != run.counters.end()) residual_[run.benchmark_name()] = residual->second.value;
-    }
-  }
-  /// Each contender against the baseline of its pair: hand-written NCCL code ("<pair>/nccl/..."),
-  /// or for the agreement the all-gather handshake it replaced ("agreement/allgather/...").
-  void print_ratios() const {
-    std::printf("\nMedians of %d alternated repetitions, each contender against its baseline:\n",
-                options.reps);
-    for (const auto& [name, values] : seconds_) {
-      const std::size_t at = name.find('/');
-      const std::size_t end = name.find('/', at + 1);
-      const std::string baseline = name.compare(0, at, "agreement") == 0 ? "/allgather" : "/nccl";
-      if (name.compare(at, end - at, baseline) == 0) continue;
-      const std::string other = name.substr(0, at) + baseline + name.substr(end);
-      const auto hand = seconds_.find(other);
-      if (hand == seconds_.end()) continue;
-      std::printf("  %-44s time ratio %.3f", name.c_str(), median(values) / median(hand->second));
-      const auto bus = bus_.find(name);
-      const auto hand_bus = bus_.find(other);
-      if (bus != bus_.end() && hand_bus != bus_.end()) {
-        std::printf("  bus bandwidth %.1f / %.1f GB/s = %.1f%%", median(bus->second),
-                    median(hand_bus->second), 100.0 * median(bus->second) / median(hand_bus->second));
-      }
-      const auto rate = rate_.find(name);
-      const auto hand_rate = rate_.find(other);
-      if (rate != rate_.end() && hand_rate != rate_.end()) {
-        std::printf("  lattice updates %.3e / %.3e per s", median(rate->second),
-                    median(hand_rate->second));
-      }
-      const auto residual = residual_.find(name);
-      const auto hand_residual = residual_.find(other);
-      if (residual != residual_.end() && hand_residual != residual_.end()) {
-        std::printf("  residual %.6e / %.6e", residual->second, hand_residual->second);
-      }
-      std::printf("\n");
-    }
-  }
-
- private:
-  static double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values[values.size() / 2];
-  }
-  std::map<std::string, std::vector<double>> seconds_;
-  std::map<std::string, std::vector<double>> bus_;
-  std::map<std::string, std::vector<double>> rate_;
-  std::map<std::string, double> residual_;
-};
-
-/// The reporter of the other ranks: they run every benchmark and report nothing.
-class Silent : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
-
-/// Takes --nx, --ny, --steps and --reps out of `args`.
-void parse_options(std::vector<char*>& args) {
+/// Takes --nx, --ny, --steps, --reps and --transport out of `args`; false for a transport that is
+/// neither nccl nor mpi_host.
+bool parse_options(std::vector<char*>& args) {
   std::vector<char*> rest;
+  bool known = true;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto value = [&](const char* flag) {
       return std::strcmp(args[i], flag) == 0 && i + 1 < args.size();
     };
-    if (value("--nx")) options.nx = std::strtoull(args[++i], nullptr, 10);
-    else if (value("--ny")) options.ny = std::strtoull(args[++i], nullptr, 10);
-    else if (value("--steps")) options.steps = std::atoi(args[++i]);
-    else if (value("--reps")) options.reps = std::atoi(args[++i]);
-    else rest.push_back(args[i]);
+    if (value("--nx")) {
+      options.nx = std::strtoull(args[++i], nullptr, 10);
+    } else if (value("--ny")) {
+      options.ny = std::strtoull(args[++i], nullptr, 10);
+    } else if (value("--steps")) {
+      options.steps = std::atoi(args[++i]);
+    } else if (value("--reps")) {
+      options.reps = std::atoi(args[++i]);
+    } else if (value("--transport")) {
+      const std::string name = args[++i];
+      if (name == "nccl") {
+        options.transport = dist::Transport::nccl;
+      } else if (name == "mpi_host") {
+        options.transport = dist::Transport::mpi_host;
+      } else {
+        if (rank == 0) std::printf("bench_distributed: --transport %s: nccl or mpi_host\n", name.c_str());
+        known = false;
+      }
+    } else {
+      rest.push_back(args[i]);
+    }
   }
   args = rest;
+  return known;
+}
+
+/// NCCL when every rank can run it with a GPU of its own (no more ranks on a node than GPUs),
+/// else MPI from host memory.
+dist::Transport default_transport() {
+  MPI_Comm node = MPI_COMM_NULL;
+  CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  int local_ranks = 0;
+  CHECK(MPI_Comm_size(node, &local_ranks));
+  CHECK(MPI_Comm_free(&node));
+  const int mine = dist::transport_available(dist::Transport::nccl) &&
+                   local_ranks <= sa::device_count();
+  int all = 0;
+  CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  return all != 0 ? dist::Transport::nccl : dist::Transport::mpi_host;
+}
+
+/// The grid and steps that were not given: 16384 x 16384 and 100 steps over NCCL; over MPI from
+/// host memory 65536 x 1024 (wide rows, few per rank: the halo's trip through host memory is a
+/// noticeable share of a step) and 500 steps.
+void default_grid(dist::Transport transport) {
+  const bool nccl = transport == dist::Transport::nccl;
+  if (options.nx == 0) options.nx = nccl ? 16384 : 65536;
+  if (options.ny == 0) options.ny = nccl ? 16384 : 1024;
+  if (options.steps == 0) options.steps = nccl ? 100 : 500;
+}
+
+/// Registers the benchmarks and runs them, rank 0 reporting.
+void run(const dist::Communicator& comm) {
+  const bool nccl = comm.transport() == dist::Transport::nccl;
+  // The same processes without the size check (CommunicatorOptions::check_sizes off, which a
+  // release build honours), to show what the agreement costs.
+  const dist::Communicator unchecked(MPI_COMM_WORLD,
+                                     {.transport = comm.transport(), .check_sizes = false});
+  register_agreement(comm);
+  register_jacobi(comm);
+  if (nccl && ranks > 1) register_nccl_pairs(comm, unchecked);
+  sa::bench::add_provenance();
+  benchmark::AddCustomContext("ranks", std::to_string(ranks));
+  benchmark::AddCustomContext("transport", dist::to_string(comm.transport()));
+  benchmark::AddCustomContext("jacobi_grid",
+                              std::to_string(options.nx) + " x " + std::to_string(options.ny));
+  if (rank == 0) {
+    std::printf("bench_distributed: %d ranks on %d GPUs, transport %s, Jacobi grid %zu x %zu, "
+                "%d steps per run\n",
+                ranks, sa::device_count(), dist::to_string(comm.transport()), options.nx,
+                options.ny, options.steps);
+    Collector collector(options.reps, options.nx, options.ny, options.steps);
+    benchmark::RunSpecifiedBenchmarks(&collector);
+    collector.print_ratios();
+    collector.print_jacobi();
+  } else {
+    Silent silent;
+    benchmark::RunSpecifiedBenchmarks(&silent);
+  }
 }
 
 }  // namespace
@@ -530,41 +406,24 @@ int main(int argc, char** argv) {
   CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks));
   std::vector<char*> args(argv, argv + argc);
-  parse_options(args);
+  int status = parse_options(args) ? 0 : 1;
   if (rank != 0) {  // only rank 0 writes --benchmark_out
     std::erase_if(args, [](const char* arg) { return std::strncmp(arg, "--benchmark_out", 15) == 0; });
   }
-  int status = 0;
-  {
-    const dist::Communicator comm(MPI_COMM_WORLD);
-    const bool nccl = comm.transport() == dist::Transport::nccl;
-    if (!nccl && rank == 0) {
-      std::printf("bench_distributed: the transport is %s, not nccl (which needs a GPU for each "
-                  "rank and NCCL built in): only the agreement runs\n",
-                  dist::to_string(comm.transport()));
-    }
-    if (options.ny % static_cast<std::size_t>(ranks) != 0) {
-      if (rank == 0) std::printf("bench_distributed: --ny must divide among the ranks\n");
+  if (status == 0) {
+    const dist::Transport transport = options.transport.value_or(default_transport());
+    default_grid(transport);
+    const dist::Communicator comm(MPI_COMM_WORLD, {.transport = transport});
+    if (options.ny % static_cast<std::size_t>(ranks) != 0 ||
+        options.ny / static_cast<std::size_t>(ranks) < 3) {
+      if (rank == 0) {
+        std::printf("bench_distributed: --ny must divide among the ranks, 3 rows or more each\n");
+      }
       status = 1;
     } else if (!sa::bench::initialize(args)) {
       status = 1;
     } else {
-      // The same processes without the size check (CommunicatorOptions::check_sizes off, which a
-      // release build honours), to show what the agreement costs.
-      const dist::Communicator unchecked(MPI_COMM_WORLD, {.check_sizes = false});
-      register_agreement(comm);
-      if (nccl) register_benchmarks(comm, unchecked);
-      sa::bench::add_provenance();
-      benchmark::AddCustomContext("ranks", std::to_string(ranks));
-      benchmark::AddCustomContext("transport", dist::to_string(comm.transport()));
-      if (rank == 0) {
-        Collector collector;
-        benchmark::RunSpecifiedBenchmarks(&collector);
-        collector.print_ratios();
-      } else {
-        Silent silent;
-        benchmark::RunSpecifiedBenchmarks(&silent);
-      }
+      run(comm);
       benchmark::Shutdown();
     }
     if (hand_nccl != nullptr) CHECK(ncclCommDestroy(hand_nccl));
