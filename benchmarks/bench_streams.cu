@@ -12,13 +12,16 @@
 // - BM_PrefetchThenRead: a kernel writes an array of n floats (64 MiB at 2^24), its copy to the
 //   host starts, the host works for 1 ms, then reads (sums) the whole array. Contenders, alternated
 //   in every iteration, each timed from the end of the 1 ms to the end of the read:
-//     smartarray  a.prefetch_to_host(stream), then a range-for over std::as_const(a) (it waits for
-//                 the prefetch's copy, then reads host-valid data);
+//     smartarray  a.prefetch_to_host(stream), then a loop over std::as_const(a).host_view() (the
+//                 view waits for the prefetch's copy; the loop reads host-valid data);
 //     hand        cudaMemcpyAsync into pinned memory and an event, then cudaEventSynchronize and
 //                 the same loop: a read of host-valid data plus the wait for the copy's remainder.
 //   Counters: smartarray_us, hand_us (medians), ratio = smartarray / hand (target: at most 1.10),
-//   prefetch_call_us (the host time of the prefetch_to_host call). Each call is checked: one D2H
-//   of the whole array, and both sums equal.
+//   each one's wait (*_wait_us: the first host access, or the event synchronize) and read
+//   (*_read_us), prefetch_call_us (the host time of the prefetch_to_host call), host_pinned (1 when
+//   the array's host copy is pinned memory), and, outside the timed part, the read's minor page
+//   faults (*_read_faults) and the time of the same read again (*_reread_us). Each call is checked:
+//   one D2H of the whole array, and the sum of the values written.
 #include "bench_main.hpp"
 #include "bench_support.cuh"
 
@@ -27,6 +30,8 @@
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
+
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstddef>
@@ -205,21 +210,49 @@ void BM_PrefetchThenRead(benchmark::State& state) {
   const auto expected = [&] {
     return static_cast<double>(n) * seed + static_cast<double>(n / 1024) * (1023.0 * 1024 / 2);
   };
-  const auto smartarray_call = [&](double& prefetch_us) {
+  // One call of each contender: the host time of the prefetch call (smartarray), and from the end
+  // of the 1 ms of other work, the wait for the copy (the first host access, for smartarray) and
+  // the read of host-valid data.
+  struct Sample {
+    double prefetch_us = 0;
+    double wait_us = 0;
+    double read_us = 0;
+    double read_faults = 0;  ///< the minor page faults the read took
+    double reread_us = 0;    ///< the same read again, of the same (now warm) data
+  };
+  // The read of `values` into `sample`: its time, its page faults, and the time of a second read.
+  const auto read_into = [&](Sample& sample, std::span<const float> values) {
+    rusage before{};
+    getrusage(RUSAGE_SELF, &before);
+    const auto read = Clock::now();
+    const double sum = sum_of(values);
+    sample.read_us = sa::bench::micros_since(read);
+    rusage after{};
+    getrusage(RUSAGE_SELF, &after);
+    sample.read_faults = static_cast<double>(after.ru_minflt - before.ru_minflt);
+    const auto again = Clock::now();
+    const double second = sum_of(values);
+    sample.reread_us = sa::bench::micros_since(again);
+    return second == sum ? sum : -1.0;
+  };
+  const auto smartarray_call = [&] {
+    Sample sample;
     sa::launch(write_kernel, grid, block, s, sa::out(a), seed);
     const std::uint64_t d2h = a.transfer_stats().d2h_count;
     const auto call = Clock::now();
     const sa::Prefetch prefetch = a.prefetch_to_host(s);
-    prefetch_us = sa::bench::micros_since(call);
+    sample.prefetch_us = sa::bench::micros_since(call);
     work_for_1ms();
     const auto start = Clock::now();
-    const double sum = sum_of(std::as_const(a));
-    const double us = sa::bench::micros_since(start);
+    const std::span<const float> values = std::as_const(a).host_view();
+    sample.wait_us = sa::bench::micros_since(start);
+    const double sum = read_into(sample, values);
     if (a.transfer_stats().d2h_count != d2h + 1) state.SkipWithError("not one D2H per call");
     if (sum != expected()) state.SkipWithError("smartarray's sum is wrong");
-    return us;
+    return sample;
   };
   const auto hand_call = [&] {
+    Sample sample;
     write_raw<<<grid, block, 0, stream>>>(device, n, seed);
     SMARTARRAY_CUDA_TRY(cudaMemcpyAsync(pinned, device, bytes, cudaMemcpyDeviceToHost, stream),
                         "copy to the host");
@@ -227,39 +260,59 @@ void BM_PrefetchThenRead(benchmark::State& state) {
     work_for_1ms();
     const auto start = Clock::now();
     SMARTARRAY_CUDA_TRY(cudaEventSynchronize(copied), "wait for the copy");
-    const double sum = sum_of(std::span<const float>(pinned, n));
-    const double us = sa::bench::micros_since(start);
+    sample.wait_us = sa::bench::micros_since(start);
+    const double sum = read_into(sample, std::span<const float>(pinned, n));
     if (sum != expected()) state.SkipWithError("the hand-written sum is wrong");
-    return us;
+    return sample;
   };
-  std::vector<double> smartarray_us;
-  std::vector<double> hand_us;
-  std::vector<double> prefetch_call_us;
-  double prefetch_us = 0;
-  smartarray_call(prefetch_us);  // warm up both
+  std::vector<Sample> smartarray_samples;
+  std::vector<Sample> hand_samples;
+  smartarray_call();  // warm up both
   hand_call();
   bool smartarray_first = true;
   for (auto _ : state) {
     if (smartarray_first) {
-      smartarray_us.push_back(smartarray_call(prefetch_us));
-      hand_us.push_back(hand_call());
+      smartarray_samples.push_back(smartarray_call());
+      hand_samples.push_back(hand_call());
     } else {
-      const double hand = hand_call();
-      smartarray_us.push_back(smartarray_call(prefetch_us));
-      hand_us.push_back(hand);
+      hand_samples.push_back(hand_call());
+      smartarray_samples.push_back(smartarray_call());
     }
-    prefetch_call_us.push_back(prefetch_us);
     smartarray_first = !smartarray_first;
     seed += 1.0F;
-    state.SetIterationTime((smartarray_us.back() + hand_us.back()) / 1e6);
+    const Sample& x = smartarray_samples.back();
+    const Sample& y = hand_samples.back();
+    state.SetIterationTime((x.wait_us + x.read_us + y.wait_us + y.read_us) / 1e6);
   }
+  // Whether the array's host copy is pinned memory, as the hand-written one is.
+  cudaPointerAttributes where{};
+  SMARTARRAY_CUDA_TRY(cudaPointerGetAttributes(&where, std::as_const(a).data()),
+                      "ask where the host copy is");
   SMARTARRAY_CUDA_TRY(cudaEventDestroy(copied), "destroy the event");
   SMARTARRAY_CUDA_TRY(cudaFreeHost(pinned), "free the hand-written host array");
   SMARTARRAY_CUDA_TRY(cudaFree(device), "free the hand-written device array");
-  state.counters["smartarray_us"] = median(smartarray_us);
-  state.counters["hand_us"] = median(hand_us);
-  state.counters["ratio"] = median(smartarray_us) / median(hand_us);
-  state.counters["prefetch_call_us"] = median(prefetch_call_us);
+  const auto median_of = [](const std::vector<Sample>& samples, double Sample::*part) {
+    std::vector<double> values;
+    for (const Sample& sample : samples) values.push_back(sample.*part);
+    return median(values);
+  };
+  std::vector<double> smartarray_total;
+  std::vector<double> hand_total;
+  for (const Sample& x : smartarray_samples) smartarray_total.push_back(x.wait_us + x.read_us);
+  for (const Sample& y : hand_samples) hand_total.push_back(y.wait_us + y.read_us);
+  state.counters["smartarray_us"] = median(smartarray_total);
+  state.counters["hand_us"] = median(hand_total);
+  state.counters["ratio"] = median(smartarray_total) / median(hand_total);
+  state.counters["smartarray_wait_us"] = median_of(smartarray_samples, &Sample::wait_us);
+  state.counters["smartarray_read_us"] = median_of(smartarray_samples, &Sample::read_us);
+  state.counters["hand_wait_us"] = median_of(hand_samples, &Sample::wait_us);
+  state.counters["hand_read_us"] = median_of(hand_samples, &Sample::read_us);
+  state.counters["prefetch_call_us"] = median_of(smartarray_samples, &Sample::prefetch_us);
+  state.counters["host_pinned"] = where.type == cudaMemoryTypeHost ? 1 : 0;
+  state.counters["smartarray_read_faults"] = median_of(smartarray_samples, &Sample::read_faults);
+  state.counters["hand_read_faults"] = median_of(hand_samples, &Sample::read_faults);
+  state.counters["smartarray_reread_us"] = median_of(smartarray_samples, &Sample::reread_us);
+  state.counters["hand_reread_us"] = median_of(hand_samples, &Sample::reread_us);
 }
 
 void register_benchmarks(bool quick) {
