@@ -165,3 +165,50 @@ TEST(StreamOrderByRange, ALoopOnOneStreamOverTheSameRangesAddsNoWaitAndNoCopy) {
   for (int i = 0; i < 11; ++i) want = sa::test::scaled(want);
   EXPECT_EQ(host_copy(a), want);
 }
+
+// A device buffer is its allocating stream's from the allocation on: the pool may hand it a block
+// whose earlier work is still queued there. A use on another stream of bytes that stream has not
+// touched yet waits for that point, as a use of touched bytes does: here the block of `x`, freed on
+// A behind a kernel held by a gate, becomes `y`'s on A, and `y`'s second half is uploaded on B.
+TEST(StreamOrderByRange, BytesOfANewBufferThatItsStreamHasNotTouchedWaitForItsAllocation) {
+  sa::Stream a_stream;
+  sa::Stream b_stream;
+  std::promise<void> release = gate(a_stream);
+  {
+    SmartArray<float> x(random_values<float>(n));
+    sa::test::fill_on_device(x, 1.0F, a_stream);  // queued behind the gate
+  }  // x's block goes back to the pool on A, behind the fill
+  const auto values = random_values<float>(n);
+  SmartArray<float> y(values);
+  (void)std::as_const(y).slice(0, half_n).device_view(a_stream);       // allocated on A
+  (void)std::as_const(y).slice(half_n, half_n).device_view(b_stream);  // uploaded on B
+  const bool b_done = completes_within(b_stream, briefly);
+  release.set_value();
+  EXPECT_FALSE(b_done) << "B used bytes of y's new block before A reached its allocation";
+  SmartArray<float> out(n);
+  sa::test::copy_on_device(out, y, b_stream);
+  EXPECT_EQ(host_copy(out), values);
+}
+
+// The same for a copy: the new array's block is allocated on the source's writer's stream, and
+// its bytes past what the copy writes (here a tail the host appended) wait for that point on other
+// streams too.
+TEST(StreamOrderByRange, TheBytesPastACopysDeviceDataWaitForItsAllocation) {
+  sa::Stream a_stream;
+  sa::Stream b_stream;
+  const auto values = random_values<float>(n);
+  SmartArray<float> source(values);
+  sa::test::scale_on_device(source, a_stream);
+  source.resize(2 * n, 2.0F);  // the host holds the tail; the device, the first n
+  std::promise<void> release = gate(a_stream);
+  const SmartArray<float> copy(source);  // its device copy: one D2D on A, behind the gate
+  (void)copy.slice(n, n).device_view(b_stream);  // the tail uploaded on B
+  const bool b_done = completes_within(b_stream, briefly);
+  release.set_value();
+  EXPECT_FALSE(b_done) << "B used bytes of the copy's new block before A reached its allocation";
+  std::vector<float> want = sa::test::scaled(values);
+  want.resize(2 * n, 2.0F);
+  SmartArray<float> out(2 * n);
+  sa::test::copy_on_device(out, copy, b_stream);
+  EXPECT_EQ(host_copy(out), want);
+}

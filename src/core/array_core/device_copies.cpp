@@ -49,6 +49,9 @@ void ArrayCore::ensure_device_capacity(int device, StreamRef stream, std::size_t
     copy.data = fresh;
     copy.capacity = new_capacity;
     register_for_eviction(device);
+    // The block is this stream's from its allocation on: a use of any of its bytes on another
+    // stream waits for that point (the pool ordered `stream` after the block's earlier users).
+    copy.order.set_exclusive(ByteRange{0, new_capacity}, stream);
     return;
   }
   // Only the valid device prefix moves (nothing for a discard); the copy reads the old buffer
@@ -74,7 +77,9 @@ void ArrayCore::ensure_device_capacity(int device, StreamRef stream, std::size_t
     resource.deallocate(stream, copy.data, copy.capacity);
   }
   copy.order.clear_device();
-  copy.order.set_exclusive(ByteRange{0, keep}, stream);
+  // The whole new block, not only the bytes kept: its other bytes are `stream`'s from the
+  // allocation on, as above.
+  copy.order.set_exclusive(ByteRange{0, new_capacity}, stream);
   copy.data = fresh;
   copy.capacity = new_capacity;
   if (was_external) register_for_eviction(device);

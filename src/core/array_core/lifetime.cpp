@@ -115,7 +115,9 @@ void ArrayCore::copy_valid_data(const ArrayCore& other) {
     // The copy reads `other` on `stream`: a later write of `other` must wait for it. SmartArray
     // keeps its core mutable, so this core is never a const object.
     const_cast<DeviceCopy&>(source).order.add_user(ByteRange{0, device_end}, stream);
-    target.order.set_exclusive(ByteRange{0, device_end}, stream);
+    // The whole new block: the bytes past the copy are `stream`'s from the allocation on, and a
+    // use of them on another stream must wait for that point.
+    target.order.set_exclusive(ByteRange{0, bytes}, stream);
     register_for_eviction(device);
   }
   state_ = other.state_;
