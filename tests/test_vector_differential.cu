@@ -8,7 +8,8 @@
 // are the harness's (support/vector_differential.cuh).
 //
 // Fixed seed by default; SMARTARRAY_DIFF_SEQUENCES and SMARTARRAY_DIFF_SEED override it (the GPU
-// script runs a longer one). A failure prints the seed, the sequence and the operations so far.
+// script runs a longer one), and SMARTARRAY_DIFF_FIRST starts at a later sequence. A failure prints
+// the seed, the sequence and the operations so far.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -553,10 +554,13 @@ class Differential final : public sa::test::differential::Sequence {
 TEST(VectorDifferential, RandomSequencesMatchStdVectorWithMinimalTransfers) {
   const std::uint64_t seed = env_or("SMARTARRAY_DIFF_SEED", default_seed);
   const std::uint64_t sequences = env_or("SMARTARRAY_DIFF_SEQUENCES", default_sequences);
+  // SMARTARRAY_DIFF_FIRST=N starts at sequence N: a failure's sequence alone, with
+  // SMARTARRAY_DIFF_SEQUENCES=1.
+  const std::uint64_t first = env_or("SMARTARRAY_DIFF_FIRST", std::uint64_t{0});
   std::cout << "differential: " << sequences << " sequences of " << steps_per_sequence
-            << " steps, seed " << seed << "\n";
+            << " steps from sequence " << first << ", seed " << seed << "\n";
   const std::array<sa::Stream, 2> streams{};
-  for (std::uint64_t sequence = 0; sequence < sequences; ++sequence) {
+  for (std::uint64_t sequence = first; sequence < first + sequences; ++sequence) {
     const std::string failure = Differential(seed, sequence, streams).run();
     ASSERT_TRUE(failure.empty()) << failure;
   }

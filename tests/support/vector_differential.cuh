@@ -70,7 +70,8 @@ class Sequence {
     if (failure_.empty()) return {};
     std::ostringstream out;
     out << failure_ << "\n  seed " << seed_ << ", sequence " << sequence_
-        << " (SMARTARRAY_DIFF_SEED=" << seed_ << "); operations:\n";
+        << " (SMARTARRAY_DIFF_SEED=" << seed_ << " SMARTARRAY_DIFF_FIRST=" << sequence_
+        << " SMARTARRAY_DIFF_SEQUENCES=1); operations:\n";
     for (const std::string& line : log_) out << "    " << line << "\n";
     return out.str();
   }
