@@ -122,11 +122,11 @@ struct CaptureSession::State {
   bool open = true;       ///< the thread's capture state is set, and the backend captures
   bool finished = false;  ///< a graph took the kept blocks
 
-  State(StreamRef origin, int device, const smartarray::source_location& where) : arrays(device) {
+  State(StreamRef origin, int device, const char* file, unsigned line) : arrays(device) {
     runtime_side.origin = origin;
     runtime_side.device = device;
-    runtime_side.file = where.file_name();
-    runtime_side.line = static_cast<unsigned>(where.line());
+    runtime_side.file = file;
+    runtime_side.line = line;
   }
 
   /// Ends the thread's capture state: from here on nothing is recorded or kept.
@@ -151,16 +151,19 @@ struct CaptureSession::State {
   }
 };
 
-CaptureSession::CaptureSession(StreamRef stream, const smartarray::source_location& where) {
+CaptureSession::CaptureSession(StreamRef stream, const smartarray::source_location& where)
+    : CaptureSession(stream, where.file_name(), static_cast<unsigned>(where.line())) {}
+
+CaptureSession::CaptureSession(StreamRef stream, const char* file, unsigned line) {
   if (const CaptureState* const open = active_capture()) {
-    throw logic_error(concat("sa::capture at ", where.file_name(), ":", where.line(),
+    throw logic_error(concat("sa::capture at ", file, ":", line,
                              " inside the capture opened at ", open->file, ":", open->line,
                              ": captures do not nest"));
   }
   Runtime& rt = runtime();
   const StreamRef on = rt.canonical(stream);
   rt.begin_capture(on);
-  state_ = std::make_unique<State>(on, rt.stream_device(on), where);
+  state_ = std::make_unique<State>(on, rt.stream_device(on), file, line);
   active_capture_state = &state_->runtime_side;
   active_array_capture = &state_->arrays;
 }

@@ -117,6 +117,9 @@ namespace detail {
 class CaptureSession {
  public:
   CaptureSession(StreamRef stream, const smartarray::source_location& where);
+  /// For callers that are no C++ code (the Python binding): where the capture began, as a file
+  /// name and a line that errors name. `file` must outlive the session.
+  CaptureSession(StreamRef stream, const char* file, unsigned line);
   ~CaptureSession();
   CaptureSession(const CaptureSession&) = delete;
   CaptureSession& operator=(const CaptureSession&) = delete;
