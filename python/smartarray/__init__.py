@@ -15,9 +15,10 @@ from ._counters import TransferMismatch, expect_transfers, transfer_stats
 from ._devices import (Device, device_count, device_name, device_transfer_stats,
                        get_current_device, gpus, select_device)
 from ._dtypes import SUPPORTED as supported_dtypes
+from ._graphs import Graph, capture
 from ._memory_api import (asarray, device_array, device_array_like, from_dlpack, mapped_array,
                           pinned_array, to_device)
-from ._streams import forget_stream, forget_unused_streams, stream_handle, synchronize
+from ._streams import Stream, forget_stream, forget_unused_streams, stream_handle, synchronize
 from ._views import DeviceArrayView
 
 __all__ = [
@@ -28,7 +29,7 @@ __all__ = [
     "Device", "gpus", "select_device", "get_current_device", "device_count",
     "device_transfer_stats", "torch_allocator", "cupy_allocator", "cupy_pinned_allocator",
     "device_memory_stats", "pinned_memory_stats", "device_budget", "set_device_budget",
-    "Prefetch",
+    "Prefetch", "Stream", "capture", "Graph",
 ]  # and NumbaMemoryManager, left out here: it imports Numba (see __getattr__)
 __version__ = "0.1.0"
 

@@ -270,8 +270,18 @@ class SmartArray(_ext._Core):
 
     def copy_to_device(self, ary, stream=0, device=None):
         """Numba's ``d.copy_to_device(ary)``: `ary`'s elements become this array's contents on the
-        device (the current one, `stream`'s, or `device`): one H2D, through the host copy, which
-        is left valid. A source that does not fit changes nothing."""
+        device (the current one, `stream`'s, or `device`). From another SmartArray (same shape,
+        dtype and order): one device-to-device copy on `stream`, which leaves this array valid on
+        that device only (a graph captures it). From host data: one H2D, through the host copy,
+        which is left valid (refused inside ``capture``). A source that does not fit changes
+        nothing."""
+        if isinstance(ary, SmartArray):
+            self._copy_device_to_device(ary, creation_stream(stream_handle(stream), device))
+            return
+        _ext._refuse_in_capture(
+            f"{self._name()}: copy_to_device from a {type(ary).__name__}",
+            "it writes the host copy now and uploads it, which a replay would not repeat; copy "
+            "into the array before the capture, or from a SmartArray inside it")
         src = np.asarray(ary)
         if src.shape != self._shape:
             raise ValueError(f"copy_to_device: source shape {src.shape}, the array {self._shape}")
@@ -283,6 +293,15 @@ class SmartArray(_ext._Core):
         handle = creation_stream(stream_handle(stream), device)
         np.copyto(self.host_view("discard"), values)
         self._device_ptr(READ, handle)
+
+    def _copy_device_to_device(self, src, handle):
+        if src.shape != self._shape or src.dtype != self._dtype:
+            raise ValueError(f"copy_to_device: the source SmartArray has shape {src.shape} and "
+                             f"dtype {src.dtype}, the array {self._shape} and {self._dtype}")
+        if src._order != self._order and not (self.is_c_contiguous() and src.is_c_contiguous()):
+            raise ValueError(f"copy_to_device: the source SmartArray is {src._order}-ordered, the "
+                             f"array {self._order}-ordered; a device copy keeps the byte order")
+        self._copy_from(src, handle)
 
     # --- prefetch and discard -----------------------------------------------------------------
 

@@ -9,12 +9,46 @@ caller's to forget before destroying its stream.
 import sys
 
 from . import _ext
+from ._devices import current_or
 
 # handle -> the stream object that owns it, kept alive while arrays and pools may name it.
 _kept = {}
 # id(stream object) -> its handle, for the objects in _kept (a kernel launch names its stream for
 # every argument).
 _handles = {}
+
+
+class Stream(_ext._Stream):
+    """A stream of smartarray's own (C++ ``sa::Stream``) on `device` (default: the current one),
+    at `priority`: 'normal' (the device's least, that of every other stream) or 'high' (its
+    greatest; on the host backend kept and reported, but nothing is scheduled by it).
+
+    Accepted wherever the package takes a stream, and by other libraries through
+    ``__cuda_stream__``. Destroying it waits for its work and makes the arrays and pools forget
+    it, so it is never kept alive by smartarray the way foreign stream objects are: an array made
+    with ``stream=`` it, or a graph captured on it, refers to it."""
+
+    def __init__(self, device=None, priority="normal"):
+        if not isinstance(priority, str) or priority not in ("normal", "high"):
+            raise ValueError(f"Stream: priority must be 'normal' or 'high', not {priority!r}")
+        super().__init__(current_or(device), priority == "high")
+
+    @property
+    def device(self):
+        """The ordinal of the device the stream lives on."""
+        return self._device
+
+    @property
+    def priority(self):
+        """'normal' or 'high', as the backend reports it."""
+        return self._priority
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+    def __repr__(self):
+        return (f"<smartarray.Stream {self.handle:#x} device={self._device} "
+                f"priority={self._priority!r}>")
 
 
 def _keep(handle, stream):
@@ -48,8 +82,9 @@ def forget_stream(stream):
 def stream_handle(stream):
     """The cudaStream_t of `stream` as an int (0: the default stream).
 
-    Accepts None or 0 (the default stream), an int handle, a Numba stream (``.handle``), a CuPy
-    stream (``.ptr``), a PyTorch stream (``.cuda_stream``), or any object with ``__cuda_stream__``.
+    Accepts None or 0 (the default stream), an int handle, a ``smartarray.Stream``, a Numba
+    stream (``.handle``), a CuPy stream (``.ptr``), a PyTorch stream (``.cuda_stream``), or any
+    object with ``__cuda_stream__``.
     """
     if stream is None:
         return 0
@@ -57,6 +92,8 @@ def stream_handle(stream):
         raise TypeError("stream: expected a stream or an int handle, not a bool")
     if isinstance(stream, int):
         return _checked(stream)
+    if isinstance(stream, Stream):  # forgets itself when destroyed: nothing to keep
+        return stream.handle
     handle = _handles.get(id(stream))
     if handle is not None and _kept.get(handle) is stream:  # a kept stream: no attribute lookups
         return handle

@@ -6,6 +6,7 @@
 #include "allocators.hpp"
 #include "core.hpp"
 #include "dlpack.hpp"
+#include "graphs.hpp"
 
 #include <cuda_runtime_api.h>
 #include <nanobind/nanobind.h>
@@ -222,6 +223,11 @@ NB_MODULE(_ext, m) {
              c.arr().prefetch_to_device(stream_of(stream));
            })
       .def("_discard", [](Core& c) { c.arr().discard(); })
+      // copy_to_device from another SmartArray: one device-to-device copy (sa::copy).
+      .def("_copy_from",
+           [](Core& c, const Core& src, std::uintptr_t stream) {
+             sa::copy(c.arr(), src.arr(), stream_of(stream));
+           })
       .def("_copy_to",
            [](const Core& c, std::uintptr_t dest, std::size_t nbytes, std::uintptr_t stream) {
              c.arr().copy_to(std::span<std::byte>(reinterpret_cast<std::byte*>(dest), nbytes),
@@ -298,4 +304,5 @@ NB_MODULE(_ext, m) {
   });
   m.def("trace_enabled", [] { return sa::trace_enabled(); });
   bind_allocators(m);
+  bind_graphs(m);
 }
