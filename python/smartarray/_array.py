@@ -279,7 +279,7 @@ class SmartArray(_ext._Core):
             self._copy_device_to_device(ary, creation_stream(stream_handle(stream), device))
             return
         _ext._refuse_in_capture(
-            f"{self._name()}: copy_to_device from a {type(ary).__name__}",
+            f"{self._name()}: copy_to_device from host data ({type(ary).__name__})",
             "it writes the host copy now and uploads it, which a replay would not repeat; copy "
             "into the array before the capture, or from a SmartArray inside it")
         src = np.asarray(ary)
