@@ -50,12 +50,14 @@ def ndarray_at(ptr, shape, strides, dtype, readonly, owner):
 
 
 def cai_dict(owner, ptr, readonly, stream):
-    """CAI v3 over `owner`'s device copy at `ptr`; `stream` is a handle, or None for none."""
+    """CAI v3 over `owner`'s device copy at `ptr`; `stream` is a handle, or None for none. Inside
+    sa.capture the dict names no stream: a consumer would synchronize it, which a captured stream
+    refuses, and its work, queued on a captured stream, is ordered after the acquire anyway."""
     return {
         "shape": owner.shape, "typestr": owner.dtype.str, "descr": owner.dtype.descr,
         "data": (ptr, readonly), "version": 3,
         "strides": None if owner._order == "C" else owner.strides,
-        "stream": None if stream is None else cai_stream(stream),
+        "stream": None if stream is None or _ext._capturing() else cai_stream(stream),
     }
 
 

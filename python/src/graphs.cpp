@@ -67,6 +67,7 @@ void bind_graphs(nb::module_& m) {
     fn();
     return session.finish();
   });
+  m.def("_capturing", [] { return sa::detail::active_capture() != nullptr; });
   m.def("_refuse_in_capture", [](const std::string& call, const std::string& why) {
     if (sa::detail::active_capture() != nullptr) {
       sa::detail::refuse_in_capture(call.c_str(), why.c_str());

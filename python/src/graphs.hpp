@@ -6,7 +6,7 @@
 
 namespace smartarray_python {
 
-/// Adds _Stream, _Graph, _capture and _refuse_in_capture to the extension module.
+/// Adds _Stream, _Graph, _capture, _capturing and _refuse_in_capture to the extension module.
 void bind_graphs(nanobind::module_& m);
 
 }  // namespace smartarray_python

@@ -366,3 +366,20 @@ def test_numba_kernels_over_smartarrays_are_captured():
     # A kernel launched on the default stream inside the capture is refused.
     with pytest.raises(ValueError, match="default stream inside sa::capture"):
         sa.capture(stream, lambda s: scale[blocks, threads](y, x, np.float32(2.0)))
+
+
+def test_device_views_inside_a_capture_name_no_stream():
+    """A CAI consumer (CuPy, Numba) synchronizes the stream that the dict names, which a captured
+    stream refuses; inside a capture the dict names none."""
+    from smartarray._views import cai_dict
+    s = sa.Stream()
+    y = poisoned()
+    seen = []
+
+    def fn(stream):
+        view = y.device_view("read_write", stream=stream)
+        seen.append(cai_dict(y, view.device_ctypes_pointer, False, stream.handle))
+
+    sa.capture(s, fn)
+    assert seen[0]["stream"] is None
+    assert cai_dict(y, 0, False, s.handle)["stream"] == s.handle
