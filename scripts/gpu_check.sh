@@ -11,8 +11,9 @@
 #             runs), the examples, latency runs and compile-fail checks through CTest, the
 #             distributed tests and example under mpirun (label distributed), the demo
 #   python    the Python package over $PYTHON (default python3; its Numba, CuPy and PyTorch are
-#             shared into build-py/gpu-venv), its pytest suite on the cuda backend, and the seed
-#             benchmark (python/benchmarks/bench_seed.py, JSON into the results folder)
+#             shared into build-py/gpu-venv), its pytest suite on the cuda backend, the seed
+#             benchmark (python/benchmarks/bench_seed.py) and the graph benchmark
+#             (python/benchmarks/bench_graphs.py), JSON into the results folder
 #   bench     the C++ benchmarks, one JSON each (bench_<name>.json); bench_distributed under
 #             mpirun with one rank per GPU on 1, 2 and 4 GPUs (bench_distributed_np<N>.json)
 #   targets   the ratio targets again as interleaved repetitions (see "targets" below), then
@@ -271,6 +272,9 @@ if has python; then
   SMARTARRAY_BACKEND=cuda build-py/gpu-venv/bin/python python/benchmarks/bench_seed.py \
     --out "${results}/python_bench.json" > "${out}/python_bench.txt" 2>&1 || status=1
   tail -n 50 "${out}/python_bench.txt" >> "${out}/summary.txt"
+  SMARTARRAY_BACKEND=cuda build-py/gpu-venv/bin/python python/benchmarks/bench_graphs.py \
+    --out "${results}/python_bench_graphs.json" > "${out}/python_bench_graphs.txt" 2>&1 || status=1
+  tail -n 12 "${out}/python_bench_graphs.txt" >> "${out}/summary.txt"
   if [ -n "${numba_cuda_wheels}" ]; then
     venv=build-py/gpu-venv-numba-cuda
     [ -x "${venv}/bin/python" ] || "${PYTHON:-python3}" -m venv "${venv}"
