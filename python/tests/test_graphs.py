@@ -219,10 +219,10 @@ def test_a_host_read_of_an_array_the_graph_only_reads_is_allowed():
 
 def test_launch_after_an_array_is_gone_raises_naming_it_and_copies_nothing():
     s = sa.Stream()
-    x, y = sa.SmartArray(random_array(N, np.float64)), poisoned()
-    y.label = "gone"
-    g = sa.capture(s, lambda stream: y.copy_to_device(x, stream))
-    del y
+    x, arrays = sa.SmartArray(random_array(N, np.float64)), [poisoned()]
+    arrays[0].label = "gone"
+    g = sa.capture(s, lambda stream: arrays[0].copy_to_device(x, stream))
+    arrays.clear()
     gc.collect()
     with sa.expect_transfers():
         with pytest.raises(ValueError, match="SmartArray #[0-9]+ .gone. was destroyed since "
