@@ -15,6 +15,7 @@ from ._dtypes import buffer_format, check_dtype, dlpack_code
 from ._layout import (check_index, contiguous_order, contiguous_strides, normalize_shape,
                       reshaped)
 from ._numba import NumbaType, ensure_hooks
+from ._slice import ArraySlice
 from ._streams import stream_handle
 from ._views import (DeviceArrayView, device_object, keeper, ndarray_at, numba_device_array,
                      numba_memory_view)
@@ -166,6 +167,11 @@ class SmartArray(_ext._Core):
             raise NotImplementedError(f"ravel: order={order!r} on an {self._order}-ordered array "
                                       "would need a copy")
         return self._view((self.size,), "C")
+
+    def slice(self, first, count):
+        """The `count` elements from element `first` of the flattened array in memory order, as
+        an ArraySlice (no copy), for smartarray.dist.send and recv."""
+        return ArraySlice(self, first, count)
 
     # --- Numba's SmartArray protocol ---------------------------------------------------------------
 

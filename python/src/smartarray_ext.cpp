@@ -201,6 +201,10 @@ NB_MODULE(_ext, m) {
            })
       .def("_share", [](Core& c, const Core& other) { c.shared = other.shared; })
       .def_prop_ro("_nbytes", &Core::nbytes)
+      // The address of the SmartArray<std::byte>, for smartarray._dist (which shares this
+      // module's core); valid while the Python array lives.
+      .def_prop_ro("_array_address",
+                   [](const Core& c) { return reinterpret_cast<std::uintptr_t>(c.shared.get()); })
       .def("_host_ptr", &Core::host_ptr, nb::arg("access"), nb::arg("stream") = nb::none())
       .def("_device_ptr", &Core::device_ptr)
       .def("_host",
