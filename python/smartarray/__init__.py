@@ -41,7 +41,8 @@ trace_enabled = _ext.trace_enabled
 def __getattr__(name):
     """``NumbaMemoryManager`` (and ``_numba_memory_manager``, which Numba reads for
     ``NUMBA_CUDA_MEMORY_MANAGER=smartarray``), made on first use: the class derives from Numba's,
-    and ``import smartarray`` needs NumPy only."""
+    and ``import smartarray`` needs NumPy only. ``dist`` (smartarray.dist), imported on first
+    use: it loads MPI."""
     if name in ("NumbaMemoryManager", "_numba_memory_manager"):
         try:
             return _allocators.numba_memory_manager()
@@ -50,4 +51,9 @@ def __getattr__(name):
             # cannot be had.
             raise AttributeError(f"module 'smartarray' has no attribute {name!r} without Numba "
                                  f"({error})", name=name, obj=sys.modules[__name__]) from error
+    if name == "dist":
+        # The distributed layer (smartarray._dist, which loads MPI), imported on first use; it
+        # raises ImportError naming what is missing where the build has no MPI.
+        import importlib
+        return importlib.import_module(".dist", __name__)
     raise AttributeError(f"module 'smartarray' has no attribute {name!r}")
