@@ -1,0 +1,44 @@
+"""What the distributed tests share: the skip outside mpirun, each rank's data (every rank can
+compute every rank's, from the rank and a seed), and the counters of one array."""
+import os
+
+import numpy as np
+import pytest
+
+import smartarray as sa
+
+UNDER_MPIRUN = any(name in os.environ for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                                   "PMIX_RANK"))
+# Run by scripts/python_test.sh under mpirun with 2 and 4 ranks; one process skips them.
+skip_unless_mpirun = pytest.mark.skipif(
+    not UNDER_MPIRUN, reason="needs several processes: mpirun -np N python -m pytest "
+    "python/tests/test_dist_*.py (scripts/python_test.sh runs them with 2 and 4 ranks)")
+
+TRANSPORTS = ("mpi_host", "mpi_device")  # what the host backend runs (it emulates mpi_device)
+
+
+def rank_data(rank, n, dtype, seed=0):
+    """Rank `rank`'s random, non-zero values: they depend on the rank and on the position."""
+    rng = np.random.default_rng([seed, rank])
+    dt = np.dtype(dtype)
+    if dt.kind in "iu":
+        return rng.integers(1, 100, size=n).astype(dt)
+    return (rng.random(n) + 0.5 + rank).astype(dt)
+
+
+def messages(a):
+    """The sent and received counts and bytes of `a`'s own counters."""
+    s = a.transfer_stats()
+    return {k: s[k] for k in ("sent_count", "sent_bytes", "received_count", "received_bytes")}
+
+
+def message_delta(before, after):
+    return {k: after[k] - before[k] for k in before}
+
+
+def make_array(values, device_valid):
+    """A SmartArray of `values`, host-valid, or device-valid with a stale host copy."""
+    a = sa.SmartArray(values)
+    if device_valid:
+        a.device_view("read_write")
+    return a
