@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Python package's wheel once (pip wheel . into build-py/dist), installs it into
 # build-py/venv (made on first use) and runs its pytest suite: python/tests and the examples under
-# examples/python; with WHEEL_CHECK=1, then checks the wheel alone. Without a GPU that is the host
+# examples/python; where MPI is installed, then smartarray.dist's tests and example under mpirun
+# with 2 and 4 ranks; with WHEEL_CHECK=1, then checks the wheel alone. Without a GPU that is the host
 # backend (the examples that need Numba's CUDA target report as skipped), run on one emulated
 # device and then on two; with GPUs, the cuda backend on every visible GPU and the interop tests
 # of whatever of Numba, CuPy and PyTorch the venv has.
@@ -42,6 +43,11 @@ if [ "${PYTHON_SHARE_SITE:-0}" = 1 ]; then
 fi
 "${py}" -m pip install -q --upgrade pip
 "${py}" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.24" "pytest>=7"
+# mpi4py for smartarray.dist's tests, where MPI is installed: PyPI's wheel loads the system's
+# libmpi (smartarray.dist.Communicator checks that it is the one smartarray._dist links).
+if command -v mpirun >/dev/null 2>&1; then
+  "${py}" -m pip install -q "mpi4py>=4"
+fi
 
 defines=()
 if [ -n "${CUDA_ARCHITECTURES:-}" ]; then
@@ -75,6 +81,19 @@ if [ "${backend}" = host ] && [ -z "${SMARTARRAY_HOST_DEVICES:-}" ]; then
   SMARTARRAY_HOST_DEVICES=2 run_pytest "$@"
 else
   run_pytest "$@"
+fi
+# smartarray.dist's tests under mpirun, with 2 and 4 ranks (one process skips them), where MPI is
+# installed: as root too, more ranks than cores, no cross-memory attach (containers forbid it),
+# and a time limit, since a rank that fails between two collectives leaves the others waiting.
+if command -v mpirun >/dev/null 2>&1; then
+  for ranks in 2 4; do
+    echo "python_test.sh: smartarray.dist's tests with ${ranks} ranks"
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+      OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 600 \
+      mpirun -np "${ranks}" --oversubscribe "${py}" -m pytest -q -p no:cacheprovider -rs \
+      python/tests/test_dist_collectives.py python/tests/test_dist_errors_and_p2p.py \
+      examples/python/distributed_jacobi.py || status=$?
+  done
 fi
 
 if [ "${WHEEL_CHECK:-0}" = 1 ]; then

@@ -14,7 +14,11 @@ skip_unless_mpirun = pytest.mark.skipif(
     not UNDER_MPIRUN, reason="needs several processes: mpirun -np N python -m pytest "
     "python/tests/test_dist_*.py (scripts/python_test.sh runs them with 2 and 4 ranks)")
 
-TRANSPORTS = ("mpi_host", "mpi_device")  # what the host backend runs (it emulates mpi_device)
+# The transports that run everywhere: the host backend emulates mpi_device; the cuda backend runs
+# it only with a CUDA-aware MPI.
+HOST_BACKEND = sa.backend() == "host"
+TRANSPORTS = ("mpi_host", "mpi_device") if HOST_BACKEND else ("mpi_host",)
+host_only = pytest.mark.skipif(not HOST_BACKEND, reason="mpi_device on the host backend")
 
 
 def rank_data(rank, n, dtype, seed=0):
