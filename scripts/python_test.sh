@@ -55,6 +55,11 @@ if [ -n "${CUDA_ARCHITECTURES:-}" ]; then
 elif ! nvidia-smi -L >/dev/null 2>&1; then
   defines=(-C "cmake.define.CMAKE_CUDA_ARCHITECTURES=75-virtual")
 fi
+# The distributed layer (smartarray._dist) where MPI is installed, said explicitly: a build folder
+# keeps the SMARTARRAY_WITH_MPI of its first configuration, which was OFF before the package had it.
+if command -v mpicxx >/dev/null 2>&1; then
+  defines+=(-C "cmake.define.SMARTARRAY_WITH_MPI=ON")
+fi
 # No build isolation: the venv's scikit-build-core and nanobind stay at one path, so that the
 # build directory (build-py/<wheel tag>) is reused and a rebuild compiles only what changed.
 dist="${WHEEL_DIR:-build-py/dist}"

@@ -9,10 +9,15 @@ import smartarray as sa
 
 UNDER_MPIRUN = any(name in os.environ for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
                                                    "PMIX_RANK"))
-# Run by scripts/python_test.sh under mpirun with 2 and 4 ranks; one process skips them.
-skip_unless_mpirun = pytest.mark.skipif(
-    not UNDER_MPIRUN, reason="needs several processes: mpirun -np N python -m pytest "
-    "python/tests/test_dist_*.py (scripts/python_test.sh runs them with 2 and 4 ranks)")
+
+
+def skip_unless_mpirun():
+    """Skips the calling test module in one process: scripts/python_test.sh runs it under mpirun
+    with 2 and 4 ranks."""
+    if not UNDER_MPIRUN:
+        pytest.skip("needs several processes: mpirun -np N python -m pytest python/tests/"
+                    "test_dist_*.py (scripts/python_test.sh runs them with 2 and 4 ranks)",
+                    allow_module_level=True)
 
 # The transports that run everywhere: the host backend emulates mpi_device; the cuda backend runs
 # it only with a CUDA-aware MPI.

@@ -7,7 +7,7 @@ import smartarray as sa
 from dist_support import (HOST_BACKEND, TRANSPORTS, host_only, make_array, message_delta,
                           messages, rank_data, skip_unless_mpirun)
 
-pytestmark = skip_unless_mpirun
+skip_unless_mpirun()
 
 
 @pytest.fixture(scope="module", params=TRANSPORTS)

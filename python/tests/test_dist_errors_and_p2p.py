@@ -8,7 +8,7 @@ import smartarray as sa
 from dist_support import (TRANSPORTS, make_array, message_delta, messages, rank_data,
                           skip_unless_mpirun)
 
-pytestmark = skip_unless_mpirun
+skip_unless_mpirun()
 
 
 @pytest.fixture(scope="module", params=TRANSPORTS)
