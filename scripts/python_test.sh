@@ -2,10 +2,10 @@
 # Builds the Python package's wheel once (pip wheel . into build-py/dist), installs it into
 # build-py/venv (made on first use) and runs its pytest suite: python/tests and the examples under
 # examples/python; where MPI is installed, then smartarray.dist's tests and example under mpirun
-# with 2 and 4 ranks; with WHEEL_CHECK=1, then checks the wheel alone. Without a GPU that is the host
-# backend (the examples that need Numba's CUDA target report as skipped), run on one emulated
-# device and then on two; with GPUs, the cuda backend on every visible GPU and the interop tests
-# of whatever of Numba, CuPy and PyTorch the venv has.
+# with 2 and 4 ranks; with WHEEL_CHECK=1, then checks the wheel alone. Without a GPU that is the
+# host backend (the examples that need Numba's CUDA target report as skipped), run on one
+# emulated device and then on two; with GPUs, the cuda backend on every visible GPU and the
+# interop tests of whatever of Numba, CuPy and PyTorch the venv has.
 #   bash scripts/python_test.sh [pytest arguments...]
 # Environment:
 #   PYTHON_INSTALL_ONLY=1  install, run nothing

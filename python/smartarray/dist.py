@@ -54,7 +54,8 @@ class Communicator:
         if device is not None:
             device = operator.index(device)
         if transport is not None and not isinstance(transport, str):
-            raise TypeError(f"Communicator: transport must be a str, not {type(transport).__name__}")
+            raise TypeError("Communicator: transport must be a str, not "
+                            f"{type(transport).__name__}")
         self._mpi_comm = comm  # the duplicate below is made from it; keep it alive as long
         self._native = _dist._Communicator(MPI._handleof(comm), device, transport)
 

@@ -62,7 +62,9 @@ void exchange_halos(Bytes& a, const Elements& e, std::int64_t width, bool period
   if (neighbours.right >= 0) {
     sends.push_back({read(n - 2 * bytes), bytes, neighbours.right, sdd::to_right_tag});
   }
-  if (neighbours.left >= 0) sends.push_back({read(bytes), bytes, neighbours.left, sdd::to_left_tag});
+  if (neighbours.left >= 0) {
+    sends.push_back({read(bytes), bytes, neighbours.left, sdd::to_left_tag});
+  }
   if (neighbours.left >= 0) {
     receives.push_back({discard(0), bytes, neighbours.left, sdd::to_right_tag});
   }

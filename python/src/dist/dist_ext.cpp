@@ -45,7 +45,8 @@ Handle comm_of(std::uintptr_t handle) {
 }
 
 sd::Transport transport_of(const std::string& name) {
-  for (sd::Transport t : {sd::Transport::nccl, sd::Transport::mpi_device, sd::Transport::mpi_host}) {
+  for (const sd::Transport t :
+       {sd::Transport::nccl, sd::Transport::mpi_device, sd::Transport::mpi_host}) {
     if (name == sd::to_string(t)) return t;
   }
   throw std::invalid_argument("Communicator: unknown transport '" + name +
@@ -105,7 +106,9 @@ NB_MODULE(_dist, m) {
       .def_prop_ro("rank", &sd::Communicator::rank)
       .def_prop_ro("size", &sd::Communicator::size)
       .def_prop_ro("transport",
-                   [](const sd::Communicator& c) { return std::string(sd::to_string(c.transport())); })
+                   [](const sd::Communicator& c) {
+                     return std::string(sd::to_string(c.transport()));
+                   })
       .def_prop_ro("device", [](const sd::Communicator& c) { return c.device().ordinal; })
       .def_prop_ro("local_rank", &sd::Communicator::local_rank)
       .def_prop_ro("local_size", &sd::Communicator::local_size);
