@@ -9,6 +9,7 @@ first checks its arguments on every rank, then agrees: when any rank's check fai
 pass different sizes, dtypes, ops, roots, widths or periodicity, every rank raises the same
 error and nothing is acquired. See docs/python.md, "Several processes (mpi4py)".
 """
+import contextlib
 import operator
 
 from ._array import SmartArray
@@ -95,39 +96,50 @@ def exchange_halos(a, width, periodic=False, comm=None, stream=0):
     elements to ranks rank - 1 and rank + 1 and receives theirs into its halos. With `periodic`,
     rank 0 and the last rank are neighbours; without, their outer halos are left as they are."""
     native = _native(comm)
-    _dist.exchange_halos(_address(a, "a"), a.dtype.name, _int("width", width), bool(periodic),
-                         native, stream_handle(stream))
+    with _agreed("exchange_halos", native):
+        args = (_address(a, "a"), a.dtype.name, _int("width", width), bool(periodic))
+        handle = stream_handle(stream)
+    _dist.exchange_halos(*args, native, handle)
 
 
 def all_reduce(a, op="sum", comm=None, stream=0):
     """Reduces `a` element by element over every rank, in place, with `op` ("sum", "prod", "min"
     or "max"); float32, float64 and the 8- to 64-bit integers."""
     native = _native(comm)
-    _dist.all_reduce(_address(a, "a"), a.dtype.name, _op(op), native, stream_handle(stream))
+    with _agreed("all_reduce", native):
+        args = (_address(a, "a"), a.dtype.name, _op(op))
+        handle = stream_handle(stream)
+    _dist.all_reduce(*args, native, handle)
 
 
 def broadcast(a, root=0, comm=None, stream=0):
     """Copies rank `root`'s `a` into every other rank's `a` (read on root, overwritten
     elsewhere)."""
     native = _native(comm)
-    _dist.broadcast(_address(a, "a"), a.dtype.name, _int("root", root), native,
-                    stream_handle(stream))
+    with _agreed("broadcast", native):
+        args = (_address(a, "a"), a.dtype.name, _int("root", root))
+        handle = stream_handle(stream)
+    _dist.broadcast(*args, native, handle)
 
 
 def all_gather(a, out, comm=None, stream=0):
     """Gathers every rank's `a` into every rank's `out` (``size`` times as many elements, of the
     same dtype), in rank order."""
     native = _native(comm)
-    _dist.all_gather(_address(a, "a"), a.dtype.name, _address(out, "out"), out.dtype.name,
-                     native, stream_handle(stream))
+    with _agreed("all_gather", native):
+        args = (_address(a, "a"), a.dtype.name, _address(out, "out"), out.dtype.name)
+        handle = stream_handle(stream)
+    _dist.all_gather(*args, native, handle)
 
 
 def reduce_scatter(a, out, op="sum", comm=None, stream=0):
     """Reduces `a` element by element over every rank with `op`, and leaves block `rank` of the
     result (``a.size // size`` elements) in this rank's `out`."""
     native = _native(comm)
-    _dist.reduce_scatter(_address(a, "a"), a.dtype.name, _address(out, "out"), out.dtype.name,
-                         _op(op), native, stream_handle(stream))
+    with _agreed("reduce_scatter", native):
+        args = (_address(a, "a"), a.dtype.name, _address(out, "out"), out.dtype.name, _op(op))
+        handle = stream_handle(stream)
+    _dist.reduce_scatter(*args, native, handle)
 
 
 def send(x, dest, tag=0, comm=None, stream=0):
@@ -148,6 +160,18 @@ def recv(x, source, tag=0, comm=None, stream=0):
     array, first, nbytes = _range(x)
     _dist.recv(_address(array, "x"), first, nbytes, _int("source", source), _int("tag", tag),
                native, stream_handle(stream))
+
+
+@contextlib.contextmanager
+def _agreed(what, native):
+    """Converts this rank's arguments of the collective `what`: a TypeError or ValueError there
+    goes through the call's agreement first, so that every rank raises (the others a ValueError
+    naming this rank and the error) instead of waiting in the call for this one."""
+    try:
+        yield
+    except (TypeError, ValueError) as error:
+        _dist.refuse(what, native, f"{type(error).__name__}: {error}")
+        raise
 
 
 def _native(comm):

@@ -163,3 +163,31 @@ def test_all_gather_into_another_dtype_is_a_type_error_on_every_rank(comm):
     out = sa.SmartArray(np.zeros(4 * comm.size, np.int32))
     expect_everywhere(TypeError, "out has dtype int32, in has dtype float32",
                       lambda: sa.dist.all_gather(a, out, comm=comm), a, out)
+
+
+def test_an_argument_of_the_wrong_type_on_one_rank_raises_on_every_rank(comm):
+    a = sa.SmartArray(rank_data(comm.rank, 16, np.float64))
+    before = np.asarray(a).copy()
+    argument = list(before) if last(comm) else a
+    calls = {
+        "all_reduce": lambda: sa.dist.all_reduce(argument, comm=comm),
+        "broadcast": lambda: sa.dist.broadcast(argument, root=0, comm=comm),
+        "exchange_halos": lambda: sa.dist.exchange_halos(argument, width=2, comm=comm),
+    }
+    for name, call in calls.items():
+        if last(comm):
+            with pytest.raises(TypeError, match="a must be a smartarray.SmartArray, not list"):
+                call()
+        else:
+            with pytest.raises(ValueError, match=f"{name}: rank {comm.size - 1}: TypeError"):
+                call()
+        np.testing.assert_array_equal(np.asarray(a), before)
+    # A root of the wrong type on one rank, too.
+    root = "0" if last(comm) else 0
+    if last(comm):
+        with pytest.raises(TypeError, match="root must be an int, not str"):
+            sa.dist.broadcast(a, root=root, comm=comm)
+    else:
+        with pytest.raises(ValueError, match="root must be an int"):
+            sa.dist.broadcast(a, root=root, comm=comm)
+    np.testing.assert_array_equal(np.asarray(a), before)

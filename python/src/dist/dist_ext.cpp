@@ -11,6 +11,7 @@
 #include <nanobind/stl/string.h>
 
 #include <smartarray/distributed.hpp>
+#include <smartarray/distributed/detail/agreement.hpp>
 #include <smartarray/error.hpp>
 
 #include <mpi.h>
@@ -25,6 +26,7 @@
 namespace nb = nanobind;
 namespace sa = smartarray;
 using namespace smartarray_python::dist;
+namespace sdd = smartarray::dist::detail;
 
 namespace {
 
@@ -140,6 +142,20 @@ NB_MODULE(_dist, m) {
            const std::string& out_dtype, const std::string& op, Comm comm, std::uintptr_t stream) {
           reduce_scatter(array_at(in), elements_of(in_dtype), array_at(out),
                          elements_of(out_dtype), op, comm, stream_of(stream));
+        }, nogil);
+  // A bad argument of this rank's call, found in Python before the call reached the library (an
+  // argument of the wrong type): this rank joins the call's agreement with it, so that every other
+  // rank raises too instead of waiting for this one, and then returns (its caller raises its own
+  // error). Without the communicator's size check there is no agreement, as in C++.
+  m.def("refuse",
+        [](const std::string& what, Comm comm, const std::string& message) {
+          if (!comm.checks_sizes()) return;
+          try {
+            sdd::agree(what.c_str(), sdd::usable(what.c_str(), comm), comm.rank(), {},
+                       std::make_exception_ptr(std::invalid_argument(message)));
+          } catch (const std::invalid_argument&) {
+            // The agreement rethrows this rank's own failure: the caller raises the original.
+          }
         }, nogil);
   // Point to point: dist::send and dist::recv of a byte range (the elements of a slice).
   m.def("send",
