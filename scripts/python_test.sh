@@ -144,5 +144,18 @@ PY
     echo "python_test.sh: the wheel's extension needs $(echo "${unexpected}" | tr '\n' ' ')" >&2
     exit 1
   fi
+  # smartarray._dist exports its init function alone (src/dist/dist.map): what it links
+  # statically, exported, mixes with the process's libstdc++.so at load time, which crashed.
+  for module in "$(dirname "${ext}")"/_dist*.so; do
+    [ -e "${module}" ] || continue
+    exported=$(nm -D --defined-only "${module}" | awk '{print $3}' | grep -vx 'PyInit__dist' |
+      head -n 3 || true)
+    if [ -n "${exported}" ]; then
+      echo "python_test.sh: $(basename "${module}") exports more than PyInit__dist:" \
+        "${exported}" >&2
+      exit 1
+    fi
+    echo "wheel: $(basename "${module}") exports PyInit__dist alone"
+  done
 fi
 exit "${status}"
