@@ -15,23 +15,35 @@
 //     smartarray  a.prefetch_to_host(stream), then a loop over std::as_const(a).host_view() (the
 //                 view waits for the prefetch's copy; the loop reads host-valid data);
 //     hand        cudaMemcpyAsync into pinned memory and an event, then cudaEventSynchronize and
-//                 the same loop: a read of host-valid data plus the wait for the copy's remainder.
+//                 the same loop: a read of host-valid data plus the wait for the copy's remainder;
+//     pool        the hand-written calls into a block of smartarray's pinned pool
+//                 (sa::pinned_resource()) instead of cudaMallocHost memory: it tells a cost of the
+//                 pool's memory from a cost of smartarray's calls;
+//     array       the hand-written calls into the array's own host buffer (outside smartarray's
+//                 bookkeeping: the array's next call writes the device copy whole, so the bytes
+//                 written here are stale by then): it tells a cost of that buffer's memory from a
+//                 cost of the calls.
 //   Counters: smartarray_us, hand_us (medians), ratio = smartarray / hand (target: at most 1.10),
 //   each one's wait (*_wait_us: the first host access, or the event synchronize) and read
-//   (*_read_us), prefetch_call_us (the host time of the prefetch_to_host call), host_pinned (1 when
-//   the array's host copy is pinned memory), and, outside the timed part, the read's minor page
-//   faults (*_read_faults) and the time of the same read again (*_reread_us). Each call is checked:
-//   one D2H of the whole array, and the sum of the values written.
+//   (*_read_us; pool_* and array_* too), prefetch_call_us (the host time of the prefetch_to_host
+//   call), host_pinned (1 when the array's host copy is pinned memory), host_flags
+//   (cudaHostGetFlags of it), the NUMA node of each host buffer (*_node), the CPU time of the
+//   reading thread and of the whole process during the read (*_read_thread_cpu_us,
+//   *_read_process_cpu_us), and, outside the timed part, the read's minor page faults
+//   (*_read_faults) and the time of the same read again (*_reread_us). Each call is checked: one
+//   D2H of the whole array, and the sum of the values written.
 #include "bench_main.hpp"
 #include "bench_support.cuh"
 
-#include <smartarray/smartarray.hpp>
 #include <smartarray/runtime/detail/cuda_check.hpp>
+#include <smartarray/smartarray.hpp>
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstddef>
@@ -182,6 +194,12 @@ void work_for_1ms() {
   }
 }
 
+/// The user and system CPU time between two getrusage() calls, in microseconds.
+double cpu_us_between(const rusage& before, const rusage& after) {
+  const auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + t.tv_usec; };
+  return us(after.ru_utime) - us(before.ru_utime) + us(after.ru_stime) - us(before.ru_stime);
+}
+
 template <typename Range>
 double sum_of(const Range& values) {
   double sum = 0;
@@ -200,6 +218,7 @@ void BM_PrefetchThenRead(benchmark::State& state) {
   sa::SmartArray<float> a(sa::bench::random_floats(n));
   float* device = nullptr;
   float* pinned = nullptr;
+  auto* const pool_block = static_cast<float*>(sa::pinned_resource().allocate_sync(bytes));
   cudaEvent_t copied{};
   SMARTARRAY_CUDA_TRY(cudaMalloc(&device, bytes), "allocate the hand-written device array");
   SMARTARRAY_CUDA_TRY(cudaMallocHost(&pinned, bytes), "allocate the hand-written host array");
@@ -217,19 +236,27 @@ void BM_PrefetchThenRead(benchmark::State& state) {
     double prefetch_us = 0;
     double wait_us = 0;
     double read_us = 0;
-    double read_faults = 0;  ///< the minor page faults the read took
-    double reread_us = 0;    ///< the same read again, of the same (now warm) data
+    double read_faults = 0;          ///< the minor page faults the read took
+    double read_thread_cpu_us = 0;   ///< the reading thread's CPU time during the read
+    double read_process_cpu_us = 0;  ///< every thread's CPU time during the read
+    double reread_us = 0;            ///< the same read again, of the same (now warm) data
   };
   // The read of `values` into `sample`: its time, its page faults, and the time of a second read.
   const auto read_into = [&](Sample& sample, std::span<const float> values) {
     rusage before{};
+    rusage thread_before{};
     getrusage(RUSAGE_SELF, &before);
+    getrusage(RUSAGE_THREAD, &thread_before);
     const auto read = Clock::now();
     const double sum = sum_of(values);
     sample.read_us = sa::bench::micros_since(read);
     rusage after{};
+    rusage thread_after{};
+    getrusage(RUSAGE_THREAD, &thread_after);
     getrusage(RUSAGE_SELF, &after);
     sample.read_faults = static_cast<double>(after.ru_minflt - before.ru_minflt);
+    sample.read_thread_cpu_us = cpu_us_between(thread_before, thread_after);
+    sample.read_process_cpu_us = cpu_us_between(before, after);
     const auto again = Clock::now();
     const double second = sum_of(values);
     sample.reread_us = sa::bench::micros_since(again);
@@ -251,45 +278,67 @@ void BM_PrefetchThenRead(benchmark::State& state) {
     if (sum != expected()) state.SkipWithError("smartarray's sum is wrong");
     return sample;
   };
-  const auto hand_call = [&] {
+  const auto hand_call = [&](float* host) {
     Sample sample;
     write_raw<<<grid, block, 0, stream>>>(device, n, seed);
-    SMARTARRAY_CUDA_TRY(cudaMemcpyAsync(pinned, device, bytes, cudaMemcpyDeviceToHost, stream),
+    SMARTARRAY_CUDA_TRY(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream),
                         "copy to the host");
     SMARTARRAY_CUDA_TRY(cudaEventRecord(copied, stream), "record the copy's end");
     work_for_1ms();
     const auto start = Clock::now();
     SMARTARRAY_CUDA_TRY(cudaEventSynchronize(copied), "wait for the copy");
     sample.wait_us = sa::bench::micros_since(start);
-    const double sum = read_into(sample, std::span<const float>(pinned, n));
+    const double sum = read_into(sample, std::span<const float>(host, n));
     if (sum != expected()) state.SkipWithError("the hand-written sum is wrong");
     return sample;
   };
   std::vector<Sample> smartarray_samples;
   std::vector<Sample> hand_samples;
-  smartarray_call();  // warm up both
-  hand_call();
-  bool smartarray_first = true;
+  std::vector<Sample> pool_samples;
+  std::vector<Sample> array_samples;
+  auto* const array_buffer = const_cast<float*>(std::as_const(a).data());
+  const std::vector<std::function<void()>> contenders{
+      [&] { array_samples.push_back(hand_call(array_buffer)); },
+      [&] { smartarray_samples.push_back(smartarray_call()); },
+      [&] { hand_samples.push_back(hand_call(pinned)); },
+      [&] { pool_samples.push_back(hand_call(pool_block)); },
+  };
+  for (const auto& contender : contenders) contender();  // warm up each
+  smartarray_samples.clear();
+  hand_samples.clear();
+  pool_samples.clear();
+  array_samples.clear();
+  std::size_t turn = 0;
   for (auto _ : state) {
-    if (smartarray_first) {
-      smartarray_samples.push_back(smartarray_call());
-      hand_samples.push_back(hand_call());
-    } else {
-      hand_samples.push_back(hand_call());
-      smartarray_samples.push_back(smartarray_call());
+    for (std::size_t k = 0; k < contenders.size(); ++k) {
+      contenders[(turn + k) % contenders.size()]();
     }
-    smartarray_first = !smartarray_first;
+    ++turn;
     seed += 1.0F;
-    const Sample& x = smartarray_samples.back();
-    const Sample& y = hand_samples.back();
-    state.SetIterationTime((x.wait_us + x.read_us + y.wait_us + y.read_us) / 1e6);
+    double total = 0;
+    for (const auto* samples :
+         {&smartarray_samples, &hand_samples, &pool_samples, &array_samples}) {
+      total += samples->back().wait_us + samples->back().read_us;
+    }
+    state.SetIterationTime(total / 1e6);
   }
   // Whether the array's host copy is pinned memory, as the hand-written one is.
   cudaPointerAttributes where{};
   SMARTARRAY_CUDA_TRY(cudaPointerGetAttributes(&where, std::as_const(a).data()),
                       "ask where the host copy is");
   SMARTARRAY_CUDA_TRY(cudaEventDestroy(copied), "destroy the event");
+  // The NUMA node of each host buffer's first page (-1 where the kernel does not say).
+  const auto node_of = [](const void* address) {
+    int node = -1;
+    const long got = syscall(SYS_get_mempolicy, &node, nullptr, 0UL, const_cast<void*>(address),
+                             3UL /* MPOL_F_NODE | MPOL_F_ADDR */);
+    return got == 0 ? static_cast<double>(node) : -1.0;
+  };
+  state.counters["array_node"] = node_of(std::as_const(a).data());
+  state.counters["hand_node"] = node_of(pinned);
+  state.counters["pool_node"] = node_of(pool_block);
   SMARTARRAY_CUDA_TRY(cudaFreeHost(pinned), "free the hand-written host array");
+  sa::pinned_resource().deallocate_sync(pool_block, bytes);
   SMARTARRAY_CUDA_TRY(cudaFree(device), "free the hand-written device array");
   const auto median_of = [](const std::vector<Sample>& samples, double Sample::*part) {
     std::vector<double> values;
@@ -310,9 +359,30 @@ void BM_PrefetchThenRead(benchmark::State& state) {
   state.counters["prefetch_call_us"] = median_of(smartarray_samples, &Sample::prefetch_us);
   state.counters["host_pinned"] = where.type == cudaMemoryTypeHost ? 1 : 0;
   state.counters["smartarray_read_faults"] = median_of(smartarray_samples, &Sample::read_faults);
+  state.counters["smartarray_read_thread_cpu_us"] =
+      median_of(smartarray_samples, &Sample::read_thread_cpu_us);
+  state.counters["smartarray_read_process_cpu_us"] =
+      median_of(smartarray_samples, &Sample::read_process_cpu_us);
+  state.counters["hand_read_thread_cpu_us"] = median_of(hand_samples, &Sample::read_thread_cpu_us);
+  state.counters["hand_read_process_cpu_us"] =
+      median_of(hand_samples, &Sample::read_process_cpu_us);
   state.counters["hand_read_faults"] = median_of(hand_samples, &Sample::read_faults);
   state.counters["smartarray_reread_us"] = median_of(smartarray_samples, &Sample::reread_us);
   state.counters["hand_reread_us"] = median_of(hand_samples, &Sample::reread_us);
+  state.counters["pool_wait_us"] = median_of(pool_samples, &Sample::wait_us);
+  state.counters["pool_read_us"] = median_of(pool_samples, &Sample::read_us);
+  state.counters["pool_reread_us"] = median_of(pool_samples, &Sample::reread_us);
+  state.counters["pool_read_faults"] = median_of(pool_samples, &Sample::read_faults);
+  state.counters["array_wait_us"] = median_of(array_samples, &Sample::wait_us);
+  state.counters["array_read_us"] = median_of(array_samples, &Sample::read_us);
+  state.counters["array_reread_us"] = median_of(array_samples, &Sample::reread_us);
+  // cudaHostAlloc's flags of the host copy's block (-1 where the driver does not say).
+  unsigned flags = 0;
+  state.counters["host_flags"] =
+      cudaHostGetFlags(&flags, const_cast<float*>(std::as_const(a).data())) == cudaSuccess
+          ? static_cast<double>(flags)
+          : -1.0;
+  (void)cudaGetLastError();
 }
 
 void register_benchmarks(bool quick) {
