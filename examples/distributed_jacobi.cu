@@ -8,11 +8,17 @@
 // the residual's read. The result is gathered and checked against the same iterations on one
 // process.
 //
-//   mpirun -np 4 distributed_jacobi [--quick]
+//   mpirun -np 4 distributed_jacobi [--quick] [--nx N] [--ny N] [--iterations N] [--time]
+//
+// The grid is 1026 x 1026 (--quick: 258 x 130) and 500 iterations (--quick: 200). --time prints
+// the time per iteration of the slowest rank, from the end of the first iteration (which uploads
+// the blocks) to the end of the last, as examples/python/distributed_jacobi.py --time does.
 #include "example_support.hpp"
 
 #include <smartarray/distributed.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <numbers>
@@ -76,8 +82,13 @@ int main(int argc, char** argv) {
   {
     const dist::Communicator comm(MPI_COMM_WORLD);
     const bool quick = example::quick(argc, argv);
-    const std::size_t nx = quick ? 258 : 1026, ny = quick ? 130 : 1026;
-    const int iterations = quick ? 200 : 500, check = 50;
+    const auto nx =
+        static_cast<std::size_t>(example::option(argc, argv, "--nx", quick ? 258 : 1026));
+    const auto ny =
+        static_cast<std::size_t>(example::option(argc, argv, "--ny", quick ? 130 : 1026));
+    const auto iterations =
+        static_cast<int>(example::option(argc, argv, "--iterations", quick ? 200 : 500));
+    const int check = 50;
     // Rows 1 .. ny - 2 change; rank r owns a contiguous block of them.
     const auto ranks = static_cast<std::size_t>(comm.size());
     const std::size_t rows = (ny - 2) / ranks,
@@ -91,7 +102,13 @@ int main(int argc, char** argv) {
     sa::Stream stream;
     const sa::Stream halo_stream(sa::current_device(), sa::StreamPriority::high);
     float residual = 0.0F;
+    auto start = std::chrono::steady_clock::now();
     for (int it = 1; it <= iterations; ++it) {
+      if (it == 2) {  // the time per iteration leaves out the first, which uploads the blocks
+        stream.synchronize();
+        halo_stream.synchronize();
+        start = std::chrono::steady_clock::now();
+      }
       // The boundary rows, then the interior, on `stream`; the exchange of the boundary rows on
       // `halo_stream` waits for their sweeps only, and the interior computes meanwhile. (The
       // interior is queued first: over MPI the exchange holds the host until it is done.)
@@ -110,6 +127,17 @@ int main(int argc, char** argv) {
       }
       std::swap(a, a_new);
     }
+    stream.synchronize();
+    halo_stream.synchronize();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+        std::max(1, iterations - 1);
+    if (MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) !=
+        MPI_SUCCESS) {
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    if (example::flag(argc, argv, "--time") && comm.rank() == 0)
+      std::printf("time per iteration: %.4f ms (the slowest rank)\n", seconds * 1e3);
     // Gather the rows and check them against the same iterations on one process.
     sa::SmartArray<float> mine(rows * nx), all(rows * nx * ranks);
     sa::copy(mine.slice(0, rows * nx), std::as_const(a).slice(nx, rows * nx));

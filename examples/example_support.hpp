@@ -18,13 +18,24 @@ namespace sa = smartarray;
 /// CTest reads this exit code as "skipped".
 inline constexpr int skipped = 77;
 
-/// True when the command line asks for the small sizes that CTest uses.
-inline bool quick(int argc, char** argv) {
+/// True when the command line has `name` (for example "--time").
+inline bool flag(int argc, char** argv, const char* name) {
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) return true;
+    if (std::strcmp(argv[i], name) == 0) return true;
   }
   return false;
 }
+
+/// The integer after `name` on the command line (for example "--nx 4098"), else `fallback`.
+inline long option(int argc, char** argv, const char* name, long fallback) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], name) == 0) return std::strtol(argv[i + 1], nullptr, 10);
+  }
+  return fallback;
+}
+
+/// True when the command line asks for the small sizes that CTest uses.
+inline bool quick(int argc, char** argv) { return flag(argc, argv, "--quick"); }
 
 /// True (after saying why) when the cuda backend was asked for but there is no device.
 inline bool cuda_missing() {
@@ -79,8 +90,8 @@ bool matches(const char* what, std::span<const T> got, const std::vector<T>& exp
 inline bool transfers_are(const char* what, const sa::TransferStats& stats, std::uint64_t h2d,
                           std::uint64_t d2h) {
   if (stats.h2d_count == h2d && stats.d2h_count == d2h) {
-    std::printf("%s: %llu H2D, %llu D2H, as expected\n", what,
-                static_cast<unsigned long long>(h2d), static_cast<unsigned long long>(d2h));
+    std::printf("%s: %llu H2D, %llu D2H, as expected\n", what, static_cast<unsigned long long>(h2d),
+                static_cast<unsigned long long>(d2h));
     return true;
   }
   std::printf("UNEXPECTED transfers in %s: %s (expected %llu H2D, %llu D2H)\n", what,
