@@ -9,7 +9,6 @@ first checks its arguments on every rank, then agrees: when any rank's check fai
 pass different sizes, dtypes, ops, roots, widths or periodicity, every rank raises the same
 error and nothing is acquired. See docs/python.md, "Several processes (mpi4py)".
 """
-import contextlib
 import operator
 
 from ._array import SmartArray
@@ -96,8 +95,8 @@ def exchange_halos(a, width, periodic=False, comm=None, stream=0):
     elements to ranks rank - 1 and rank + 1 and receives theirs into its halos. With `periodic`,
     rank 0 and the last rank are neighbours; without, their outer halos are left as they are."""
     native = _native(comm)
-    with _agreed("exchange_halos", native):
-        args = (_address(a, "a"), a.dtype.name, _int("width", width), bool(periodic))
+    with _Agreed("exchange_halos", native):
+        args = (_address(a, "a"), _dtype_name(a), _int("width", width), bool(periodic))
         handle = stream_handle(stream)
     _dist.exchange_halos(*args, native, handle)
 
@@ -106,8 +105,8 @@ def all_reduce(a, op="sum", comm=None, stream=0):
     """Reduces `a` element by element over every rank, in place, with `op` ("sum", "prod", "min"
     or "max"); float32, float64 and the 8- to 64-bit integers."""
     native = _native(comm)
-    with _agreed("all_reduce", native):
-        args = (_address(a, "a"), a.dtype.name, _op(op))
+    with _Agreed("all_reduce", native):
+        args = (_address(a, "a"), _dtype_name(a), _op(op))
         handle = stream_handle(stream)
     _dist.all_reduce(*args, native, handle)
 
@@ -116,8 +115,8 @@ def broadcast(a, root=0, comm=None, stream=0):
     """Copies rank `root`'s `a` into every other rank's `a` (read on root, overwritten
     elsewhere)."""
     native = _native(comm)
-    with _agreed("broadcast", native):
-        args = (_address(a, "a"), a.dtype.name, _int("root", root))
+    with _Agreed("broadcast", native):
+        args = (_address(a, "a"), _dtype_name(a), _int("root", root))
         handle = stream_handle(stream)
     _dist.broadcast(*args, native, handle)
 
@@ -126,8 +125,8 @@ def all_gather(a, out, comm=None, stream=0):
     """Gathers every rank's `a` into every rank's `out` (``size`` times as many elements, of the
     same dtype), in rank order."""
     native = _native(comm)
-    with _agreed("all_gather", native):
-        args = (_address(a, "a"), a.dtype.name, _address(out, "out"), out.dtype.name)
+    with _Agreed("all_gather", native):
+        args = (_address(a, "a"), _dtype_name(a), _address(out, "out"), _dtype_name(out))
         handle = stream_handle(stream)
     _dist.all_gather(*args, native, handle)
 
@@ -136,8 +135,9 @@ def reduce_scatter(a, out, op="sum", comm=None, stream=0):
     """Reduces `a` element by element over every rank with `op`, and leaves block `rank` of the
     result (``a.size // size`` elements) in this rank's `out`."""
     native = _native(comm)
-    with _agreed("reduce_scatter", native):
-        args = (_address(a, "a"), a.dtype.name, _address(out, "out"), out.dtype.name, _op(op))
+    with _Agreed("reduce_scatter", native):
+        args = (_address(a, "a"), _dtype_name(a), _address(out, "out"), _dtype_name(out),
+                _op(op))
         handle = stream_handle(stream)
     _dist.reduce_scatter(*args, native, handle)
 
@@ -162,16 +162,37 @@ def recv(x, source, tag=0, comm=None, stream=0):
                native, stream_handle(stream))
 
 
-@contextlib.contextmanager
-def _agreed(what, native):
-    """Converts this rank's arguments of the collective `what`: a TypeError or ValueError there
-    goes through the call's agreement first, so that every rank raises (the others a ValueError
-    naming this rank and the error) instead of waiting in the call for this one."""
-    try:
-        yield
-    except (TypeError, ValueError) as error:
-        _dist.refuse(what, native, f"{type(error).__name__}: {error}")
-        raise
+class _Agreed:
+    """Converts this rank's arguments of the collective `what` (``with _Agreed(what, native):``):
+    a TypeError or ValueError there goes through the call's agreement first, so that every rank
+    raises (the others a ValueError naming this rank and the error) instead of waiting in the
+    call for this one. A class, not a generator: it is entered on every call."""
+
+    __slots__ = ("what", "native")
+
+    def __init__(self, what, native):
+        self.what = what
+        self.native = native
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if kind is not None and issubclass(kind, (TypeError, ValueError)):
+            _dist.refuse(self.what, self.native, f"{kind.__name__}: {error}")
+        return False
+
+
+_dtype_names = {}
+
+
+def _dtype_name(a):
+    """``a.dtype.name``, kept per dtype: NumPy builds the name in Python at every access (about
+    4 us, more than the rest of a collective's Python side)."""
+    name = _dtype_names.get(a.dtype)
+    if name is None:
+        name = _dtype_names[a.dtype] = a.dtype.name
+    return name
 
 
 def _native(comm):
