@@ -17,6 +17,7 @@
 #include <smartarray/runtime/stream.hpp>
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace smartarray::dist {
@@ -41,6 +42,56 @@ struct Neighbours {
   int right;
 };
 [[nodiscard]] Neighbours halo_neighbours(const Halo& halo, const Communicator& comm);
+
+/// What exchange_halos does once its checks passed and this rank has a neighbour, for an array
+/// of any element type (the Python binding's arrays are bytes): `w` elements of `a` are `bytes`
+/// bytes. Over MPI from host memory, both ranges sent start down to the host (prefetch_to_host)
+/// before the first is waited for, so that the host waits once for both, as hand-written code
+/// does.
+template <typename U>
+void exchange_halo_rows(SmartArray<U>& a, std::size_t w, std::size_t bytes,
+                        const Neighbours& neighbours, const Communicator& comm, StreamRef stream,
+                        const smartarray::source_location& where) {
+  const std::size_t n = a.size();
+  const bool device = comm.transport() != Transport::mpi_host;
+  if (!device) {
+    if (neighbours.right >= 0) {
+      (void)std::as_const(a).slice(n - 2 * w, w).prefetch_to_host(stream, where);
+    }
+    if (neighbours.left >= 0) (void)std::as_const(a).slice(w, w).prefetch_to_host(stream, where);
+  }
+  // What is sent is read first; the halos, which do not overlap it, are then discarded.
+  const auto read = [&](std::size_t first) -> void* {
+    const Slice<const U> range = std::as_const(a).slice(first, w);
+    return const_cast<U*>(device ? range.device_view(stream, where).data()
+                                 : range.host_view(stream, where).data());
+  };
+  const auto discard = [&](std::size_t first) -> void* {
+    const Slice<U> range = a.slice(first, w);
+    return device ? range.device_view(Access::discard, stream, where).data()
+                  : range.host_view(Access::discard, stream, where).data();
+  };
+  // Sends go right, then left, and receives come from the left, then the right: NCCL matches the
+  // messages between two ranks in that order (with two periodic ranks, or one, both neighbours
+  // are the same rank), MPI by their tags.
+  std::vector<Message> sends;
+  std::vector<Message> receives;
+  if (neighbours.right >= 0) {
+    sends.push_back({read(n - 2 * w), bytes, neighbours.right, to_right_tag});
+  }
+  if (neighbours.left >= 0) sends.push_back({read(w), bytes, neighbours.left, to_left_tag});
+  if (neighbours.left >= 0) receives.push_back({discard(0), bytes, neighbours.left, to_right_tag});
+  if (neighbours.right >= 0) {
+    receives.push_back({discard(n - w), bytes, neighbours.right, to_left_tag});
+  }
+  exchange(receives, sends, comm, stream);
+  for (const Message& message : sends) {
+    smartarray::detail::ArrayMessages::sent(a, bytes, message.peer, "halo", where);
+  }
+  for (const Message& message : receives) {
+    smartarray::detail::ArrayMessages::received(a, bytes, message.peer, "halo", where);
+  }
+}
 }  // namespace detail
 
 /**
@@ -50,13 +101,14 @@ struct Neighbours {
  *
  * The interior ranges sent are acquired for `read` and the halos for `discard`, on the side the
  * transport uses: with `nccl` or `mpi_device`, device-valid data moves no byte between host and
- * device; with `mpi_host`, it costs one D2H of each sent range and the device one H2D of each halo
- * when it next reads them; nothing else of the array moves. With `nccl`, the messages are one
- * NCCL group enqueued on `stream`, and the call returns without waiting; with MPI, they are
- * non-blocking messages waited for together (after the host waited for `stream` with
- * `mpi_device`). Each message counts once (one per neighbour and direction). Without `periodic`,
- * the outer halos of the first and last ranks are left as they are; with it, rank 0 and the last
- * rank are neighbours (with 2 ranks, each sends the other two messages).
+ * device; with `mpi_host`, it costs one D2H of each sent range (both queued before the host waits
+ * for the first) and the device one H2D of each halo when it next reads them; nothing else of the
+ * array moves. With `nccl`, the messages are one NCCL group enqueued on `stream`, and the call
+ * returns without waiting; with MPI, they are non-blocking messages waited for together (after
+ * the host waited for `stream` with `mpi_device`). Each message counts once (one per neighbour and
+ * direction). Without `periodic`, the outer halos of the first and last ranks are left as they
+ * are; with it, rank 0 and the last rank are neighbours (with 2 ranks, each sends the other two
+ * messages).
  *
  * @param a the array: at least `3 * width` elements.
  * @param halo the width of each halo, and whether the ends wrap around.
@@ -82,41 +134,7 @@ void exchange_halos(SmartArray<T>& a, const Halo& halo, const Communicator& comm
       [&] { detail::check_halo(n, sizeof(T), halo, comm); });
   const detail::Neighbours neighbours = detail::halo_neighbours(halo, comm);
   if (w == 0 || (neighbours.left < 0 && neighbours.right < 0)) return;
-  const std::size_t bytes = w * sizeof(T);
-  const bool device = comm.transport() != Transport::mpi_host;
-  // What is sent is read first; the halos, which do not overlap it, are then discarded.
-  const auto read = [&](std::size_t first) -> void* {
-    const Slice<const T> range = std::as_const(a).slice(first, w);
-    return const_cast<T*>(device ? range.device_view(stream, where).data()
-                                 : range.host_view(stream, where).data());
-  };
-  const auto discard = [&](std::size_t first) -> void* {
-    const Slice<T> range = a.slice(first, w);
-    return device ? range.device_view(Access::discard, stream, where).data()
-                  : range.host_view(Access::discard, stream, where).data();
-  };
-  // Sends go right, then left, and receives come from the left, then the right: NCCL matches the
-  // messages between two ranks in that order (with two periodic ranks, or one, both neighbours
-  // are the same rank), MPI by their tags.
-  std::vector<detail::Message> sends;
-  std::vector<detail::Message> receives;
-  if (neighbours.right >= 0) {
-    sends.push_back({read(n - 2 * w), bytes, neighbours.right, detail::to_right_tag});
-  }
-  if (neighbours.left >= 0) sends.push_back({read(w), bytes, neighbours.left, detail::to_left_tag});
-  if (neighbours.left >= 0) {
-    receives.push_back({discard(0), bytes, neighbours.left, detail::to_right_tag});
-  }
-  if (neighbours.right >= 0) {
-    receives.push_back({discard(n - w), bytes, neighbours.right, detail::to_left_tag});
-  }
-  detail::exchange(receives, sends, comm, stream);
-  for (const detail::Message& message : sends) {
-    smartarray::detail::ArrayMessages::sent(a, bytes, message.peer, "halo", where);
-  }
-  for (const detail::Message& message : receives) {
-    smartarray::detail::ArrayMessages::received(a, bytes, message.peer, "halo", where);
-  }
+  detail::exchange_halo_rows(a, w, w * sizeof(T), neighbours, comm, stream, where);
 }
 
 }  // namespace smartarray::dist

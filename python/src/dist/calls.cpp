@@ -4,7 +4,6 @@
 #include <smartarray/error.hpp>
 
 #include <utility>
-#include <vector>
 
 namespace smartarray_python::dist {
 namespace {
@@ -43,39 +42,7 @@ void exchange_halos(Bytes& a, const Elements& e, std::int64_t width, bool period
       });
   const sdd::Neighbours neighbours = sdd::halo_neighbours(halo, comm);
   if (w == 0 || (neighbours.left < 0 && neighbours.right < 0)) return;
-  const std::size_t bytes = w * e.bytes;
-  const std::size_t n = a.size();
-  const bool device = comm.transport() != sd::Transport::mpi_host;
-  // As dist::exchange_halos: what is sent is read first, then the halos are discarded.
-  const auto read = [&](std::size_t first) -> void* {
-    const auto range = std::as_const(a).slice(first, bytes);
-    return const_cast<std::byte*>(device ? range.device_view(stream, where).data()
-                                         : range.host_view(stream, where).data());
-  };
-  const auto discard = [&](std::size_t first) -> void* {
-    const auto range = a.slice(first, bytes);
-    return device ? range.device_view(Access::discard, stream, where).data()
-                  : range.host_view(Access::discard, stream, where).data();
-  };
-  std::vector<sdd::Message> sends;
-  std::vector<sdd::Message> receives;
-  if (neighbours.right >= 0) {
-    sends.push_back({read(n - 2 * bytes), bytes, neighbours.right, sdd::to_right_tag});
-  }
-  if (neighbours.left >= 0) {
-    sends.push_back({read(bytes), bytes, neighbours.left, sdd::to_left_tag});
-  }
-  if (neighbours.left >= 0) {
-    receives.push_back({discard(0), bytes, neighbours.left, sdd::to_right_tag});
-  }
-  if (neighbours.right >= 0) {
-    receives.push_back({discard(n - bytes), bytes, neighbours.right, sdd::to_left_tag});
-  }
-  sdd::exchange(receives, sends, comm, stream);
-  for (const sdd::Message& message : sends) Messages::sent(a, bytes, message.peer, "halo", where);
-  for (const sdd::Message& message : receives) {
-    Messages::received(a, bytes, message.peer, "halo", where);
-  }
+  sdd::exchange_halo_rows(a, w * e.bytes, w * e.bytes, neighbours, comm, stream, where);
 }
 
 void all_reduce(Bytes& a, const Elements& e, const std::string& op_name,
