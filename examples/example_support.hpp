@@ -90,8 +90,8 @@ bool matches(const char* what, std::span<const T> got, const std::vector<T>& exp
 inline bool transfers_are(const char* what, const sa::TransferStats& stats, std::uint64_t h2d,
                           std::uint64_t d2h) {
   if (stats.h2d_count == h2d && stats.d2h_count == d2h) {
-    std::printf("%s: %llu H2D, %llu D2H, as expected\n", what, static_cast<unsigned long long>(h2d),
-                static_cast<unsigned long long>(d2h));
+    std::printf("%s: %llu H2D, %llu D2H, as expected\n", what,
+                static_cast<unsigned long long>(h2d), static_cast<unsigned long long>(d2h));
     return true;
   }
   std::printf("UNEXPECTED transfers in %s: %s (expected %llu H2D, %llu D2H)\n", what,
