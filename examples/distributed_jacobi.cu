@@ -8,11 +8,13 @@
 // the residual's read. The result is gathered and checked against the same iterations on one
 // process.
 //
-//   mpirun -np 4 distributed_jacobi [--quick] [--nx N] [--ny N] [--iterations N] [--time]
+//   mpirun -np 4 distributed_jacobi [--quick] [--nx N] [--ny N] [--iterations N] [--check N]
+//                                   [--time]
 //
-// The grid is 1026 x 1026 (--quick: 258 x 130) and 500 iterations (--quick: 200). --time prints
-// the time per iteration of the slowest rank, from the end of the first iteration (which uploads
-// the blocks) to the end of the last, as examples/python/distributed_jacobi.py --time does.
+// The grid is 1026 x 1026 (--quick: 258 x 130), 500 iterations (--quick: 200), and the residual
+// every 50 (--check) and after the last. --time prints the time per iteration of the slowest
+// rank, from the end of the first iteration (which uploads the blocks) to the end of the last, as
+// examples/python/distributed_jacobi.py --time does.
 #include "example_support.hpp"
 
 #include <smartarray/distributed.hpp>
@@ -88,7 +90,7 @@ int main(int argc, char** argv) {
         static_cast<std::size_t>(example::option(argc, argv, "--ny", quick ? 130 : 1026));
     const auto iterations =
         static_cast<int>(example::option(argc, argv, "--iterations", quick ? 200 : 500));
-    const int check = 50;
+    const auto check = static_cast<int>(std::max(1L, example::option(argc, argv, "--check", 50)));
     // Rows 1 .. ny - 2 change; rank r owns a contiguous block of them.
     const auto ranks = static_cast<std::size_t>(comm.size());
     const std::size_t rows = (ny - 2) / ranks,
