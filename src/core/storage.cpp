@@ -153,12 +153,7 @@ class TwoBufferStorage : public StorageStrategy {
 
   void to_host(const StorageContext& context, std::byte* dst, ByteRange range,
                StreamRef stream) const final {
-    context.unguard_host(dst);
-    context.order().wait_writer(range, stream);
-    context.order().add_user(range, stream);
-    TransferScope transfer(context.transfer(TransferKind::d2h, range.size()), &context.counters());
-    download(context, dst, range, stream);
-    transfer.done();
+    copy_to_host(context, dst, range, stream, [&] { download(context, dst, range, stream); });
     context.note_wait();
   }
 
@@ -181,6 +176,18 @@ class TwoBufferStorage : public StorageStrategy {
   }
 
  protected:
+  /// One copy of device bytes `range` to `dst` on `stream` by `copy`: ordered after the range's
+  /// writer on other streams, recorded as a use of it on `stream`, and counted as one D2H.
+  template <typename Copy>
+  static void copy_to_host(const StorageContext& context, std::byte* dst, ByteRange range,
+                           StreamRef stream, Copy&& copy) {
+    context.unguard_host(dst);
+    context.order().wait_writer(range, stream);
+    context.order().add_user(range, stream);
+    TransferScope transfer(context.transfer(TransferKind::d2h, range.size()), &context.counters());
+    copy();
+    transfer.done();
+  }
   /// Queues the copies of host bytes `copies` to the device on `stream` (ordered already).
   virtual void upload(const StorageContext& context, std::span<const PlannedCopy> copies,
                       StreamRef stream) const = 0;
@@ -257,12 +264,8 @@ class ExplicitStorage final : public TwoBufferStorage {
   void prefetch_to_host(const StorageContext& context, ByteRange range,
                         StreamRef stream) const override {
     std::byte* const host = context.buffers().host;
-    context.unguard_host(host);
-    context.order().wait_writer(range, stream);
-    context.order().add_user(range, stream);
-    TransferScope transfer(context.transfer(TransferKind::d2h, range.size()), &context.counters());
-    queue_download(context, host, range, stream);
-    transfer.done();
+    copy_to_host(context, host, range, stream,
+                 [&] { queue_download(context, host, range, stream); });
   }
 
   static void queue_download(const StorageContext& context, std::byte* dst, ByteRange range,
