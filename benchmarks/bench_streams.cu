@@ -29,7 +29,10 @@
 //   call), host_pinned (1 when the array's host copy is pinned memory), host_flags
 //   (cudaHostGetFlags of it), the NUMA node of each host buffer (*_node), the CPU time of the
 //   reading thread and of the whole process during the read (*_read_thread_cpu_us,
-//   *_read_process_cpu_us), and, outside the timed part, the read's minor page faults
+//   *_read_process_cpu_us), the reading thread's time runnable but not running during the read
+//   (*_read_runqueue_us, from /proc/thread-self/schedstat; -1 where there is none), the calls
+//   whose host view was at another address than the call before (smartarray_host_moves), and,
+//   outside the timed part, the read's minor page faults
 //   (*_read_faults) and the time of the same read again (*_reread_us). Each call is checked: one
 //   D2H of the whole array, and the sum of the values written.
 #include "bench_main.hpp"
@@ -48,6 +51,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <span>
 #include <vector>
@@ -200,6 +204,18 @@ double cpu_us_between(const rusage& before, const rusage& after) {
   return us(after.ru_utime) - us(before.ru_utime) + us(after.ru_stime) - us(before.ru_stime);
 }
 
+/// The calling thread's time runnable but waiting for a CPU so far, in microseconds (the second
+/// field of /proc/thread-self/schedstat), or -1 where the kernel does not say.
+double runqueue_us() {
+  std::FILE* file = std::fopen("/proc/thread-self/schedstat", "r");
+  if (file == nullptr) return -1.0;
+  unsigned long long running = 0;
+  unsigned long long waiting = 0;
+  const int got = std::fscanf(file, "%llu %llu", &running, &waiting);
+  std::fclose(file);
+  return got == 2 ? static_cast<double>(waiting) / 1e3 : -1.0;
+}
+
 template <typename Range>
 double sum_of(const Range& values) {
   double sum = 0;
@@ -239,6 +255,7 @@ void BM_PrefetchThenRead(benchmark::State& state) {
     double read_faults = 0;          ///< the minor page faults the read took
     double read_thread_cpu_us = 0;   ///< the reading thread's CPU time during the read
     double read_process_cpu_us = 0;  ///< every thread's CPU time during the read
+    double read_runqueue_us = 0;     ///< the reading thread's time waiting for a CPU in the read
     double reread_us = 0;            ///< the same read again, of the same (now warm) data
   };
   // The read of `values` into `sample`: its time, its page faults, and the time of a second read.
@@ -247,9 +264,12 @@ void BM_PrefetchThenRead(benchmark::State& state) {
     rusage thread_before{};
     getrusage(RUSAGE_SELF, &before);
     getrusage(RUSAGE_THREAD, &thread_before);
+    const double queued_before = runqueue_us();
     const auto read = Clock::now();
     const double sum = sum_of(values);
     sample.read_us = sa::bench::micros_since(read);
+    const double queued_after = runqueue_us();
+    sample.read_runqueue_us = queued_before < 0 ? -1.0 : queued_after - queued_before;
     rusage after{};
     rusage thread_after{};
     getrusage(RUSAGE_THREAD, &thread_after);
@@ -262,6 +282,8 @@ void BM_PrefetchThenRead(benchmark::State& state) {
     sample.reread_us = sa::bench::micros_since(again);
     return second == sum ? sum : -1.0;
   };
+  const float* last_view = std::as_const(a).data();
+  int host_moves = 0;
   const auto smartarray_call = [&] {
     Sample sample;
     sa::launch(write_kernel, grid, block, s, sa::out(a), seed);
@@ -273,6 +295,8 @@ void BM_PrefetchThenRead(benchmark::State& state) {
     const auto start = Clock::now();
     const std::span<const float> values = std::as_const(a).host_view();
     sample.wait_us = sa::bench::micros_since(start);
+    if (values.data() != last_view) ++host_moves;
+    last_view = values.data();
     const double sum = read_into(sample, values);
     if (a.transfer_stats().d2h_count != d2h + 1) state.SkipWithError("not one D2H per call");
     if (sum != expected()) state.SkipWithError("smartarray's sum is wrong");
@@ -305,6 +329,7 @@ void BM_PrefetchThenRead(benchmark::State& state) {
   };
   for (const auto& contender : contenders) contender();  // warm up each
   smartarray_samples.clear();
+  host_moves = 0;
   hand_samples.clear();
   pool_samples.clear();
   array_samples.clear();
@@ -363,6 +388,10 @@ void BM_PrefetchThenRead(benchmark::State& state) {
       median_of(smartarray_samples, &Sample::read_thread_cpu_us);
   state.counters["smartarray_read_process_cpu_us"] =
       median_of(smartarray_samples, &Sample::read_process_cpu_us);
+  state.counters["smartarray_read_runqueue_us"] =
+      median_of(smartarray_samples, &Sample::read_runqueue_us);
+  state.counters["hand_read_runqueue_us"] = median_of(hand_samples, &Sample::read_runqueue_us);
+  state.counters["smartarray_host_moves"] = host_moves;
   state.counters["hand_read_thread_cpu_us"] = median_of(hand_samples, &Sample::read_thread_cpu_us);
   state.counters["hand_read_process_cpu_us"] =
       median_of(hand_samples, &Sample::read_process_cpu_us);
