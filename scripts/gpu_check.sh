@@ -169,6 +169,16 @@ echo "phases:${phases}on ${gpus} GPU(s), CUDA_VISIBLE_DEVICES=${visible}" | tee 
 echo "MPI: $(command -v mpirun || echo none)${OPAL_PREFIX:+ (OPAL_PREFIX ${OPAL_PREFIX})}; NCCL: ${NCCL_ROOT:-none}" |
   tee -a "${out}/summary.txt"
 
+# The counts of each pytest run in a log of scripts/python_test.sh: the suite's first, then those
+# of the distributed tests under mpirun (one line per rank), each distinct count once with its
+# number of ranks in all.
+pytest_counts() {
+  sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -aoE '[0-9]+ (passed|failed)[^=]*' |
+    sed -E 's/ in [0-9.]+s.*//' | awk 'NR == 1 { printf "%s", $0; next }
+      { n[$0]++; if (n[$0] == 1) order[++k] = $0 }
+      END { if (k) printf "; under mpirun:"; for (i = 1; i <= k; i++) printf " %s (%d ranks in all)", order[i], n[order[i]] }'
+}
+
 # Packs what exists so far into $PACK_DIR: a run stopped by a time limit still leaves what it
 # finished.
 pack() {
@@ -267,7 +277,7 @@ if has python; then
   env "${pip_env[@]}" PYTHON="${PYTHON:-python3}" PYTHON_SHARE_SITE=1 VENV=build-py/gpu-venv \
     CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" SMARTARRAY_BACKEND=cuda \
     bash scripts/python_test.sh > "${out}/pytest.log" 2>&1 || status=1
-  echo "pytest (cuda): $(grep -E '(passed|failed|error)' "${out}/pytest.log" | tail -1)" | tee -a "${out}/summary.txt"
+  echo "pytest (cuda): $(pytest_counts "${out}/pytest.log")" | tee -a "${out}/summary.txt"
   mkdir -p "${results}"
   SMARTARRAY_BACKEND=cuda build-py/gpu-venv/bin/python python/benchmarks/bench_seed.py \
     --out "${results}/python_bench.json" > "${out}/python_bench.txt" 2>&1 || status=1
@@ -289,8 +299,8 @@ print(getattr(c, "implementation", "Built-in"), "numpy", numpy.__version__)' 2>&
       env "${pip_env[@]}" PYTHON="${PYTHON:-python3}" PYTHON_SHARE_SITE=1 VENV="${venv}" \
         CMAKE_BUILD_PARALLEL_LEVEL="${jobs}" SMARTARRAY_BACKEND=cuda \
         bash scripts/python_test.sh >> "${out}/pytest_numba_cuda.log" 2>&1 || status=1
-      echo "pytest (cuda, numba-cuda): $(grep -E '(passed|failed|error)' \
-        "${out}/pytest_numba_cuda.log" | tail -1)" | tee -a "${out}/summary.txt"
+      echo "pytest (cuda, numba-cuda): $(pytest_counts "${out}/pytest_numba_cuda.log")" |
+        tee -a "${out}/summary.txt"
       SMARTARRAY_BACKEND=cuda "${venv}/bin/python" python/benchmarks/bench_seed.py \
         --out "${results}/python_bench_numba_cuda.json" > "${out}/python_bench_numba_cuda.txt" \
         2>&1 || status=1
