@@ -32,9 +32,9 @@
 //   *_read_process_cpu_us), the reading thread's time runnable but not running during the read
 //   (*_read_runqueue_us, from /proc/thread-self/schedstat; -1 where there is none), the calls
 //   whose host view was at another address than the call before (smartarray_host_moves), and,
-//   outside the timed part, the read's minor page faults
-//   (*_read_faults) and the time of the same read again (*_reread_us). Each call is checked: one
-//   D2H of the whole array, and the sum of the values written.
+//   outside the timed part, the read's minor page faults (*_read_faults) and the time of the same
+//   read again (*_reread_us). Each call is checked: one D2H of the whole array, and the sum of the
+//   values written.
 #include "bench_main.hpp"
 #include "bench_support.cuh"
 

@@ -173,7 +173,7 @@ echo "MPI: $(command -v mpirun || echo none)${OPAL_PREFIX:+ (OPAL_PREFIX ${OPAL_
 # of the distributed tests under mpirun (one line per rank), each distinct count once with its
 # number of ranks in all.
 pytest_counts() {
-  sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -aoE '[0-9]+ (passed|failed)[^=]*' |
+  sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -aoE '[0-9]+ (passed|failed|errors?)[^=]*' |
     sed -E 's/ in [0-9.]+s.*//' | awk 'NR == 1 { printf "%s", $0; next }
       { n[$0]++; if (n[$0] == 1) order[++k] = $0 }
       END { if (k) printf "; under mpirun:"; for (i = 1; i <= k; i++) printf " %s (%d ranks in all)", order[i], n[order[i]] }'
