@@ -25,7 +25,8 @@
 //                 cost of the calls.
 //   Counters: smartarray_us, hand_us (medians), ratio = smartarray / hand (target: at most 1.10),
 //   each one's wait (*_wait_us: the first host access, or the event synchronize) and read
-//   (*_read_us; pool_* and array_* too), prefetch_call_us (the host time of the prefetch_to_host
+//   (*_read_us), each of these for every contender (smartarray_*, hand_*, pool_*, array_*),
+//   prefetch_call_us (the host time of the prefetch_to_host
 //   call), host_pinned (1 when the array's host copy is pinned memory), host_flags
 //   (cudaHostGetFlags of it), the NUMA node of each host buffer (*_node), the CPU time of the
 //   reading thread and of the whole process during the read (*_read_thread_cpu_us,
@@ -54,6 +55,8 @@
 #include <cstdio>
 #include <functional>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace sa = smartarray;
@@ -377,34 +380,28 @@ void BM_PrefetchThenRead(benchmark::State& state) {
   state.counters["smartarray_us"] = median(smartarray_total);
   state.counters["hand_us"] = median(hand_total);
   state.counters["ratio"] = median(smartarray_total) / median(hand_total);
-  state.counters["smartarray_wait_us"] = median_of(smartarray_samples, &Sample::wait_us);
-  state.counters["smartarray_read_us"] = median_of(smartarray_samples, &Sample::read_us);
-  state.counters["hand_wait_us"] = median_of(hand_samples, &Sample::wait_us);
-  state.counters["hand_read_us"] = median_of(hand_samples, &Sample::read_us);
+  // Each part's median, for each contender: <contender>_<part>.
+  const std::pair<const char*, const std::vector<Sample>*> contender_samples[] = {
+      {"smartarray", &smartarray_samples},
+      {"hand", &hand_samples},
+      {"pool", &pool_samples},
+      {"array", &array_samples}};
+  const std::pair<const char*, double Sample::*> parts[] = {
+      {"wait_us", &Sample::wait_us},
+      {"read_us", &Sample::read_us},
+      {"reread_us", &Sample::reread_us},
+      {"read_faults", &Sample::read_faults},
+      {"read_thread_cpu_us", &Sample::read_thread_cpu_us},
+      {"read_process_cpu_us", &Sample::read_process_cpu_us},
+      {"read_runqueue_us", &Sample::read_runqueue_us}};
+  for (const auto& [contender, samples] : contender_samples) {
+    for (const auto& [part, member] : parts) {
+      state.counters[std::string(contender) + "_" + part] = median_of(*samples, member);
+    }
+  }
   state.counters["prefetch_call_us"] = median_of(smartarray_samples, &Sample::prefetch_us);
   state.counters["host_pinned"] = where.type == cudaMemoryTypeHost ? 1 : 0;
-  state.counters["smartarray_read_faults"] = median_of(smartarray_samples, &Sample::read_faults);
-  state.counters["smartarray_read_thread_cpu_us"] =
-      median_of(smartarray_samples, &Sample::read_thread_cpu_us);
-  state.counters["smartarray_read_process_cpu_us"] =
-      median_of(smartarray_samples, &Sample::read_process_cpu_us);
-  state.counters["smartarray_read_runqueue_us"] =
-      median_of(smartarray_samples, &Sample::read_runqueue_us);
-  state.counters["hand_read_runqueue_us"] = median_of(hand_samples, &Sample::read_runqueue_us);
   state.counters["smartarray_host_moves"] = host_moves;
-  state.counters["hand_read_thread_cpu_us"] = median_of(hand_samples, &Sample::read_thread_cpu_us);
-  state.counters["hand_read_process_cpu_us"] =
-      median_of(hand_samples, &Sample::read_process_cpu_us);
-  state.counters["hand_read_faults"] = median_of(hand_samples, &Sample::read_faults);
-  state.counters["smartarray_reread_us"] = median_of(smartarray_samples, &Sample::reread_us);
-  state.counters["hand_reread_us"] = median_of(hand_samples, &Sample::reread_us);
-  state.counters["pool_wait_us"] = median_of(pool_samples, &Sample::wait_us);
-  state.counters["pool_read_us"] = median_of(pool_samples, &Sample::read_us);
-  state.counters["pool_reread_us"] = median_of(pool_samples, &Sample::reread_us);
-  state.counters["pool_read_faults"] = median_of(pool_samples, &Sample::read_faults);
-  state.counters["array_wait_us"] = median_of(array_samples, &Sample::wait_us);
-  state.counters["array_read_us"] = median_of(array_samples, &Sample::read_us);
-  state.counters["array_reread_us"] = median_of(array_samples, &Sample::reread_us);
   // cudaHostAlloc's flags of the host copy's block (-1 where the driver does not say).
   unsigned flags = 0;
   state.counters["host_flags"] =
