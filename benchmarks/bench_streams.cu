@@ -23,19 +23,18 @@
 //                 bookkeeping: the array's next call writes the device copy whole, so the bytes
 //                 written here are stale by then): it tells a cost of that buffer's memory from a
 //                 cost of the calls.
-//   Counters: smartarray_us, hand_us (medians), ratio = smartarray / hand (target: at most 1.10),
-//   each one's wait (*_wait_us: the first host access, or the event synchronize) and read
-//   (*_read_us), each of these for every contender (smartarray_*, hand_*, pool_*, array_*),
-//   prefetch_call_us (the host time of the prefetch_to_host
-//   call), host_pinned (1 when the array's host copy is pinned memory), host_flags
-//   (cudaHostGetFlags of it), the NUMA node of each host buffer (*_node), the CPU time of the
-//   reading thread and of the whole process during the read (*_read_thread_cpu_us,
+//   Counters: smartarray_us, hand_us (medians), ratio = smartarray / hand (target: at most 1.10);
+//   for each contender (smartarray_*, hand_*, pool_*, array_*) the median of its wait (*_wait_us:
+//   the first host access, or the event synchronize), its read (*_read_us), the reading thread's
+//   and the whole process's CPU time during the read (*_read_thread_cpu_us,
 //   *_read_process_cpu_us), the reading thread's time runnable but not running during the read
-//   (*_read_runqueue_us, from /proc/thread-self/schedstat; -1 where there is none), the calls
-//   whose host view was at another address than the call before (smartarray_host_moves), and,
-//   outside the timed part, the read's minor page faults (*_read_faults) and the time of the same
-//   read again (*_reread_us). Each call is checked: one D2H of the whole array, and the sum of the
-//   values written.
+//   (*_read_runqueue_us, from /proc/thread-self/schedstat; -1 where there is none) and, outside
+//   the timed part, the read's minor page faults (*_read_faults) and the time of the same read
+//   again (*_reread_us); and prefetch_call_us (the host time of the prefetch_to_host call),
+//   host_pinned (1 when the array's host copy is pinned memory), host_flags (cudaHostGetFlags of
+//   it), the NUMA node of each host buffer (*_node) and the calls whose host view was at another
+//   address than the call before (smartarray_host_moves). Each call is checked: one D2H of the
+//   whole array, and the sum of the values written.
 #include "bench_main.hpp"
 #include "bench_support.cuh"
 
