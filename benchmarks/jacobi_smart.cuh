@@ -20,17 +20,20 @@ namespace dist = smartarray::dist;
 
 namespace {
 
-/// With overlap: the boundary rows, then the interior, on the compute stream, and the exchange on
-/// a high-priority stream, which the library orders after the boundary rows' sweeps only (their
-/// slices), so that it runs beside the interior. No event is written here. Without overlap: one
-/// sweep of every row, then the exchange, on one stream.
+/// With overlap, as nccl_overlap: the interior on the compute stream, queued first so that the
+/// GPU starts it at once, and the boundary rows and their exchange on a high-priority stream
+/// beside it. The library orders the boundary sweeps after the step's zeroing of the norm, the
+/// exchange after the boundary sweeps (their slices), and the next step's sweeps after the
+/// exchange. The interior and the boundary rows add to two elements of the norm (two slices), so
+/// that neither waits for the other; the host reads both. No event is written here. Without
+/// overlap: one sweep of every row, then the exchange, on one stream.
 struct SmartJacobi {
   const dist::Communicator& comm;
   Block block;
   bool overlap;
   sa::SmartArray<float> a;
   sa::SmartArray<float> a_new;
-  sa::SmartArray<float> norm = sa::SmartArray<float>(1);
+  sa::SmartArray<float> norm = sa::SmartArray<float>(2);  ///< the interior's, the boundary's
   sa::Stream stream;
   sa::Stream halo_stream{sa::current_device(), sa::StreamPriority::high};
 
@@ -40,32 +43,34 @@ struct SmartJacobi {
   float step() {
     const std::size_t nx = block.nx;
     const int rows = block.rows;
-    CHECK(cudaMemsetAsync(norm.device_view(sa::Access::discard, stream).data(), 0, sizeof(float),
-                          sa::StreamRef(stream).cuda_stream()));
+    CHECK(cudaMemsetAsync(norm.device_view(sa::Access::discard, stream).data(), 0,
+                          2 * sizeof(float), sa::StreamRef(stream).cuda_stream()));
     if (overlap) {
-      sweep(1, 1);
-      sweep(rows, 1);
-      sweep(2, rows - 2);
+      sweep(2, rows - 2, stream, 0);
+      sweep(1, 1, halo_stream, 1);
+      sweep(rows, 1, halo_stream, 1);
       dist::exchange_halos(a_new, dist::Halo{.width = nx}, comm, halo_stream);
       if (comm.transport() == dist::Transport::mpi_host) upload_halos();
     } else {
-      sweep(1, rows);
+      sweep(1, rows, stream, 0);
       dist::exchange_halos(a_new, dist::Halo{.width = nx}, comm, stream);
     }
     dist::all_reduce(norm, dist::Op::sum, comm, stream);
     std::swap(a, a_new);
-    return std::sqrt(std::as_const(norm)[0]);
+    const sa::SmartArray<float>& sums = norm;
+    return std::sqrt(sums[0] + sums[1]);
   }
 
-  /// Rows [first, first + count) on the compute stream: reads those rows of `a` and one more on
-  /// each side, writes those of `a_new`, adds to the norm.
-  void sweep(int first, int count) {
+  /// Rows [first, first + count) on `on`: reads those rows of `a` and one more on each side,
+  /// writes those of `a_new`, adds to element `part` of the norm.
+  void sweep(int first, int count, sa::StreamRef on, std::size_t part) {
     const std::size_t nx = block.nx;
     const auto row = static_cast<std::size_t>(first);
     const auto rows = static_cast<std::size_t>(count);
-    sa::launch(jacobi_kernel, grid_of(nx, count), block_shape, stream,
+    sa::launch(jacobi_kernel, grid_of(nx, count), block_shape, on,
                std::as_const(a).slice((row - 1) * nx, (rows + 2) * nx),
-               a_new.slice(row * nx, rows * nx), norm, static_cast<int>(nx), count);
+               a_new.slice(row * nx, rows * nx), norm.slice(part, 1), static_cast<int>(nx),
+               count);
   }
 
   /// Over mpi_host the halos arrive in host memory, and the next sweep that reads them would copy

@@ -1,8 +1,8 @@
 // A 2-D Jacobi solver (the heat equation's steady state) on an nx x ny grid decomposed by rows
 // over MPI ranks, one GPU each: a halo exchange of one row every iteration, and the residual's
-// all_reduce every `check` iterations. Each iteration computes the block's two boundary rows
-// first, then exchanges them on a second, high-priority stream while the interior rows compute on
-// the first: each sweep reads and writes slices of the two arrays, and the library orders each use
+// all_reduce every `check` iterations. Each iteration computes the interior rows on one stream
+// and, beside them on a second, high-priority stream, the block's two boundary rows and their
+// exchange: each sweep reads and writes slices of the two arrays, and the library orders each use
 // after the conflicting uses of the same rows only, so the exchange waits for the boundary rows
 // and not for the interior, with no event in this file. With NCCL, nothing waits on the host but
 // the residual's read. The residual is one pass of transform_reduce into a one-element array
@@ -125,12 +125,12 @@ int main(int argc, char** argv) {
         halo_stream.synchronize();
         start = std::chrono::steady_clock::now();
       }
-      // The boundary rows, then the interior, on `stream`; the exchange of the boundary rows on
-      // `halo_stream` waits for their sweeps only, and the interior computes meanwhile. (The
-      // interior is queued first: over MPI the exchange holds the host until it is done.)
-      sweep(a, a_new, 1, 1, nx, stream);
-      sweep(a, a_new, rows, 1, nx, stream);
+      // The interior on `stream`, queued first so that the GPU starts it at once (and, over MPI,
+      // before the exchange holds the host); the boundary rows and their exchange on
+      // `halo_stream` beside it. The exchange waits for the boundary sweeps only.
       sweep(a, a_new, 2, rows - 2, nx, stream);
+      sweep(a, a_new, 1, 1, nx, halo_stream);
+      sweep(a, a_new, rows, 1, nx, halo_stream);
       dist::exchange_halos(a_new, dist::Halo{.width = nx}, comm, halo_stream);
       if (it % check == 0 || it == iterations) {
         squared_change(a_new, a, norm, stream);
