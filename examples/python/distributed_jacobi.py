@@ -180,9 +180,10 @@ def run(nx, ny, iterations, check=50, show_time=False, graph=0, report=print):
     cuda = require_gpu()
     from mpi4py import MPI
     comm = sa.dist.Communicator(MPI.COMM_WORLD)
-    if graph % 2:
-        raise ValueError(f"distributed_jacobi: --graph {graph} is odd: a graph of an even number "
-                         "of iterations leaves the result in the array it started from")
+    if graph < 0 or graph % 2:
+        raise ValueError(f"distributed_jacobi: --graph {graph} is not an even number of iterations "
+                         "(0 or more): a graph of an even number leaves the result in the array it "
+                         "started from")
     mine, seconds = solve(comm, nx, ny, iterations, check, make_kernels(cuda), graph, report)
     gathered = sa.SmartArray(np.zeros(mine.size * comm.size, np.float32))
     sa.dist.all_gather(sa.SmartArray(mine), gathered, comm=comm)
