@@ -7,8 +7,8 @@
 //   the residual's all-reduce (read by the host) every step, as in NVIDIA's multi-GPU programming
 //   models. Four contenders run the same kernel (jacobi_hand.cuh, jacobi_smart.cuh): hand-written
 //   with overlap (nccl_overlap; over MPI, mpi_overlap with host copies), hand-written on one stream,
-//   smartarray with overlap (the boundary rows first, the exchange on a high-priority stream, the
-//   interior meanwhile), smartarray on one stream. Rank 0 prints each one's median time per step,
+//   smartarray with overlap (the interior queued first; the boundary rows and their exchange on a
+//   high-priority stream beside it), smartarray on one stream. Rank 0 prints each one's median time per step,
 //   smartarray's time with overlap against the hand-written one's, and each one's gain from
 //   overlap (its one-stream time over its overlap time, less 1) with their ratio. The default grid
 //   is 16384 x 16384 over NCCL; over MPI it is 65536 x 1024, wide rows and few of them per rank,
