@@ -8,11 +8,11 @@
 //   models. Four contenders run the same kernel (jacobi_hand.cuh, jacobi_smart.cuh): hand-written
 //   with overlap (nccl_overlap; over MPI, mpi_overlap with host copies), hand-written on one stream,
 //   smartarray with overlap (the interior queued first; the boundary rows and their exchange on a
-//   high-priority stream beside it), smartarray on one stream. Rank 0 prints each one's median time per step,
-//   smartarray's time with overlap against the hand-written one's, and each one's gain from
-//   overlap (its one-stream time over its overlap time, less 1) with their ratio. The default grid
-//   is 16384 x 16384 over NCCL; over MPI it is 65536 x 1024, wide rows and few of them per rank,
-//   so that the halo's trip through host memory is a noticeable share of a step.
+//   high-priority stream beside it), smartarray on one stream. Rank 0 prints each one's median
+//   time per step, smartarray's time with overlap against the hand-written one's, and each one's
+//   gain from overlap (its one-stream time over its overlap time, less 1) with their ratio. The
+//   default grid is 16384 x 16384 over NCCL; over MPI it is 65536 x 1024, wide rows and few of
+//   them per rank, so that the halo's trip through host memory is a noticeable share of a step.
 // - all_reduce (NCCL, 2 ranks or more): dist::all_reduce of a device-valid array against a bare
 //   ncclAllReduce, at 4 MiB, 64 MiB and 1 GiB; bus_GBps is NCCL's bus bandwidth,
 //   2 (n - 1) / n bytes per second.
