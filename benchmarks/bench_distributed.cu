@@ -177,16 +177,19 @@ void hand_halo(benchmark::State& state) {
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const std::vector<float> start = initial_block(block);
   CHECK(cudaMemcpy(a, start.data(), start.size() * sizeof(float), cudaMemcpyHostToDevice));
+  // Made before the first group: a communicator initialised inside ncclGroupStart is not ready
+  // until ncclGroupEnd, so NCCL may reject the group's sends and receives on it.
+  const ncclComm_t comm = hand_comm();
   for (auto _ : state) {
     for (int i = 0; i < halo_exchanges; ++i) {
       CHECK(ncclGroupStart());
       if (up >= 0) {
-        CHECK(ncclRecv(a, nx, ncclFloat, up, hand_comm(), stream));
-        CHECK(ncclSend(a + nx, nx, ncclFloat, up, hand_comm(), stream));
+        CHECK(ncclRecv(a, nx, ncclFloat, up, comm, stream));
+        CHECK(ncclSend(a + nx, nx, ncclFloat, up, comm, stream));
       }
       if (down >= 0) {
-        CHECK(ncclRecv(a + (rows + 1) * nx, nx, ncclFloat, down, hand_comm(), stream));
-        CHECK(ncclSend(a + rows * nx, nx, ncclFloat, down, hand_comm(), stream));
+        CHECK(ncclRecv(a + (rows + 1) * nx, nx, ncclFloat, down, comm, stream));
+        CHECK(ncclSend(a + rows * nx, nx, ncclFloat, down, comm, stream));
       }
       CHECK(ncclGroupEnd());
     }
